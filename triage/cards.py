@@ -1,0 +1,116 @@
+"""Claim cards: load, validate (schema, then meaning), and hold as a frozen Claim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import catalog as catalog_mod
+from .errors import Problem, UserError
+from .validation import did_you_mean, validate
+from .yamlio import Document, load_file
+
+HOURS_PER_WEEK = 7 * 24
+
+DIRECTIONS: dict[str, tuple[str, str, str]] = {
+    # direction: (the course's question, its number, its failure mode) — course §2.4
+    "attention": ("Are the scores written back to HBM?",
+                  "T=2048: T²·2 B = 8.4 MB per head; × B·H = 2.15 GB per layer at B=8",
+                  "without fusion it stays bandwidth-bound, however many FLOPs are saved"),
+    "cache": ("How many KV bytes per token?",
+              "0.5 MiB per token (L=32, H=32, d=128, fp16)",
+              "long context runs out of memory; concurrency cannot rise"),
+    "weights": ("Does quantization save bytes or FLOPs?",
+                "int8 takes 14 GB of weights to 7 GB",
+                "compute-bound prefill gains ~0 and dequantization can make it slower"),
+    "decoding": ("Is the speculative acceptance rate high enough?",
+                 "each step pays a draft plus a verification forward",
+                 "at a low acceptance rate it is slower than the baseline"),
+    "system": ("Where is the bottleneck at high concurrency?",
+               "16 concurrent × 4096 tokens = 32 GiB of KV",
+               "memory fragmentation halves the usable batch"),
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A validated claim card."""
+
+    id: str
+    title: str
+    direction: str
+    file: str
+    change: dict[str, Any]
+    paper: dict[str, Any] = field(default_factory=dict)
+    claim: dict[str, Any] = field(default_factory=dict)
+    kernel: bool = True
+    bandwidth_efficiency: float = 1.0
+    compute_efficiency: float = 1.0
+    quality_retained: float | None = None
+    evaluated_on: tuple[str, ...] = ()
+    long_context_tested: bool = False
+    gpus: int | None = None
+    weeks: float | None = None
+
+    @property
+    def gpu_hours(self) -> float | None:
+        """Reproduction cost: GPUs × weeks × 168 h (the course: 8 × 2 weeks = 2688)."""
+        if self.gpus is None or self.weeks is None:
+            return None
+        return self.gpus * self.weeks * HOURS_PER_WEEK
+
+    @property
+    def claimed_speedup(self) -> float | None:
+        return self.claim.get("speedup")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "title": self.title, "direction": self.direction, "file": self.file,
+            "paper": self.paper, "claim": self.claim, "change": self.change,
+            "implementation": {"kernel": self.kernel, "bandwidth_efficiency": self.bandwidth_efficiency,
+                               "compute_efficiency": self.compute_efficiency},
+            "quality": {"retained": self.quality_retained, "evaluated_on": list(self.evaluated_on),
+                        "long_context_tested": self.long_context_tested},
+            "cost": {"gpus": self.gpus, "weeks": self.weeks, "gpu_hours": self.gpu_hours},
+        }
+
+
+def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
+    """Checks the schema cannot express: names exist, a headline has its metric."""
+    problems = []
+    data = doc.data
+    setting = data.get("claim", {}).get("setting", {})
+    for key, table in (("model", cat.models), ("hardware", cat.hardware)):
+        name = setting.get(key)
+        if name is not None and name not in table:
+            problems.append(doc.problem(("claim", "setting", key),
+                                        f"unknown {key} {name!r}{did_you_mean(name, table)}"))
+    claim = data.get("claim", {})
+    if "speedup" in claim and "metric" not in claim:
+        problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))
+    return problems
+
+
+def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None) -> Claim:
+    """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem."""
+    doc = Document("<card>", source) if isinstance(source, dict) else load_file(source)
+    problems = validate(doc, "claim")
+    if problems:
+        raise UserError(problems)
+    problems = _semantic(doc, catalog or catalog_mod.load())
+    if problems:
+        raise UserError(problems)
+    d = doc.data
+    impl, quality, cost = d.get("implementation", {}), d.get("quality", {}), d.get("cost", {})
+    return Claim(
+        id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
+        change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
+        kernel=impl.get("kernel", True),
+        bandwidth_efficiency=impl.get("bandwidth_efficiency", 1.0),
+        compute_efficiency=impl.get("compute_efficiency", 1.0),
+        quality_retained=quality.get("retained"),
+        evaluated_on=tuple(quality.get("evaluated_on", ())),
+        long_context_tested=quality.get("long_context_tested", False),
+        gpus=cost.get("gpus"), weeks=cost.get("weeks"),
+    )

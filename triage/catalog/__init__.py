@@ -1,0 +1,136 @@
+"""The shipped catalog (hardware.yaml, models.yaml, workloads.yaml) and the parsers that turn
+YAML entries, shipped or user-written, into specs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .. import units
+from ..errors import Problem, UserError
+from ..resources import catalog_file
+from ..specs import Hardware, Model
+from ..yamlio import Document, load_file
+
+
+def quantity(doc: Document, path: tuple[Any, ...], kind: str, problems: list[Problem]) -> float:
+    """Parse the quantity at ``path`` of ``doc`` as ``kind``; record a Problem on failure."""
+    value: Any = doc.data
+    for part in path:
+        value = value[part]
+    try:
+        return units.parse(value, kind)
+    except units.UnitError as exc:
+        problems.append(doc.problem(path, str(exc)))
+        return float("nan")
+
+
+def _sources(entry: dict[str, Any], default: str) -> dict[str, str]:
+    src = entry.get("source")
+    if isinstance(src, dict):
+        return dict(src)
+    return {"all": src if isinstance(src, str) else default}
+
+
+def parse_hardware(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Hardware:
+    """A schema-valid hardware entry at ``path`` -> Hardware."""
+    entry = doc.data
+    for part in path:
+        entry = entry[part]
+    compute = {dt: quantity(doc, path + ("compute", dt), "compute", problems) for dt in entry["compute"]}
+    link = entry.get("interconnect") or {}
+    return Hardware(
+        key=key,
+        name=entry.get("name", key),
+        memory_bytes=quantity(doc, path + ("memory",), "bytes", problems),
+        bandwidth_bytes_per_s=quantity(doc, path + ("bandwidth",), "bandwidth", problems),
+        compute_flops_per_s=compute,
+        interconnect_kind=link.get("kind"),
+        interconnect_bytes_per_s=(quantity(doc, path + ("interconnect", "bandwidth"), "bandwidth", problems)
+                                  if "bandwidth" in link else None),
+        source=_sources(entry, f"user-supplied in {doc.file}"),
+    )
+
+
+def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Model:
+    """A schema-valid model entry at ``path`` -> Model; names the keys a derivation lacks."""
+    entry = doc.data
+    for part in path:
+        entry = entry[part]
+    heads = entry["num_attention_heads"]
+    hidden = entry.get("hidden_size")
+    head_dim = entry.get("head_dim") or (hidden // heads if hidden else None)
+    needed = ["hidden_size"] if hidden is None else []
+    if head_dim is None:
+        needed.append("head_dim")
+    if "params" not in entry:
+        needed += [k for k in ("intermediate_size", "vocab_size") if k not in entry]
+    for k in needed:
+        why = "" if k in ("hidden_size", "head_dim") else " (or give params)"
+        problems.append(doc.problem(path, f"model {key!r} needs {k!r}{why}"))
+    if hidden and not entry.get("head_dim") and hidden % heads:
+        problems.append(doc.problem(path + ("hidden_size",),
+                                    f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim"))
+    kv_heads = entry.get("num_key_value_heads", heads)
+    if heads % kv_heads:
+        problems.append(doc.problem(path + ("num_key_value_heads",),
+                                    f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"))
+    src = entry.get("source")
+    return Model(
+        key=key,
+        name=entry.get("name", key),
+        num_hidden_layers=entry["num_hidden_layers"],
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim or 1,
+        hidden_size=hidden or 1,
+        intermediate_size=entry.get("intermediate_size"),
+        vocab_size=entry.get("vocab_size"),
+        tie_word_embeddings=entry.get("tie_word_embeddings", False),
+        attention_bias=entry.get("attention_bias", False),
+        qkv_bias=entry.get("qkv_bias", False),
+        params_override=entry.get("params"),
+        published_params=entry.get("published_params"),
+        source=src if isinstance(src, str) else (
+            "; ".join(f"{k}: {v}" for k, v in src.items()) if isinstance(src, dict) else f"user-supplied in {doc.file}"),
+    )
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Named hardware and models."""
+
+    hardware: dict[str, Hardware]
+    models: dict[str, Model]
+
+    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model]) -> "Catalog":
+        """This catalog with user entries added or replacing same-named ones."""
+        return Catalog({**self.hardware, **hardware}, {**self.models, **models})
+
+
+def _load_section(file: str, section: str, parse: Any) -> dict[str, Any]:
+    from ..validation import validate
+
+    doc = load_file(catalog_file(file), f"triage/catalog/{file}")
+    problems = validate(doc, "workloads", prefix=(section,))
+    if problems:
+        raise UserError(problems)
+    out = {key: parse(doc, (key,), key, problems) for key in doc.data}
+    missing = [doc.problem((key,), "catalog entry without a source") for key in doc.data
+               if "source" not in doc.data[key]]
+    if problems or missing:
+        raise UserError(problems + missing)
+    return out
+
+
+@lru_cache(maxsize=None)
+def load() -> Catalog:
+    """The shipped catalog, validated (every entry must carry a source)."""
+    return Catalog(_load_section("hardware.yaml", "hardware", parse_hardware),
+                   _load_section("models.yaml", "models", parse_model))
+
+
+def default_workloads_path() -> Any:
+    """The shipped default workload matrix."""
+    return catalog_file("workloads.yaml")

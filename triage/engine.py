@@ -1,0 +1,26 @@
+"""The pipeline: card + matrix → cost model → gaps → verdicts, as one call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import cards, catalog, gaps, verdict, workloads
+from .result import Result
+
+
+def evaluate(card: str | Path | dict[str, Any] | cards.Claim,
+             workloads_: str | Path | dict[str, Any] | workloads.Matrix | None = None, *,
+             matrix: workloads.Matrix | None = None) -> Result:
+    """Evaluate a claim card over a workload matrix (default: the shipped one).
+
+    ``card`` and ``workloads_`` are paths or already-parsed dicts; bad input
+    raises triage.UserError listing every problem.
+    """
+    cat = catalog.load()
+    claim = card if isinstance(card, cards.Claim) else cards.load(card, cat)
+    if matrix is None:
+        matrix = workloads_ if isinstance(workloads_, workloads.Matrix) else workloads.load(workloads_, cat)
+    g = gaps.compute(matrix, claim)
+    v = verdict.decide(matrix, claim, g)
+    return Result(claim, matrix, g, v)

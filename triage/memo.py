@@ -1,0 +1,115 @@
+"""Renderers: the Markdown decision memo (Jinja2) and the JSON document, chosen by --format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from . import units
+from .costmodel import GROUPS
+from .mechanisms import REGISTRY
+from .resources import resource_dir
+from .result import Result
+
+MAX_MEMO_CELLS = 200   # a memo lists at most this many cells; the JSON always has all of them
+MARKER = "<!-- triage decision memo"
+
+
+def _group_view(cell: dict[str, Any], side: str) -> list[dict[str, Any]]:
+    v = cell[side]
+    total = v["bytes_per_step"] or 1.0
+    return [{"group": g, "bytes": v["bytes_by_group"][g], "flops": v["flops_by_group"][g],
+             "fraction": (v["bytes_by_group"][g] or 0.0) / total} for g in GROUPS]
+
+
+def _cell_view(cell: dict[str, Any]) -> dict[str, Any]:
+    """Display-ready facts of one cell: the fractions the template must not compute."""
+    base = cell["baseline"]
+    kv = base["bytes_by_group"]["attention"] or 0.0
+    flops, nbytes = base["flops_per_step"] or 0.0, base["bytes_per_step"] or 1.0
+    return {**cell,
+            "kv_fraction": kv / nbytes,
+            "intensity": flops / nbytes,
+            "groups": _group_view(cell, "baseline"),
+            "claim_groups": _group_view(cell, "claim")}
+
+
+def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, str]]:
+    """The course's three failure conditions (§5.4), checked against the card."""
+    claim = d["claim"]
+    setting = claim["claim"].get("setting", {})
+    has_setting = "batch" in setting and "context" in setting
+    kernel = claim["implementation"]["kernel"]
+    tested = claim["quality"]["long_context_tested"]
+    return [
+        {"condition": "1. tokens/s reported without batch and sequence length",
+         "status": "ok" if has_setting else "FLAG",
+         "detail": (f"the card states batch {setting['batch']} and context {setting['context']:,}"
+                    if has_setting else "the card's claim.setting lacks batch or context: the number cannot be "
+                                        "compared with any workload")},
+        {"condition": "2. no kernel reads the compressed format (the saving stays theoretical)",
+         "status": "ok" if kernel else "FLAG",
+         "detail": ("the card says a kernel reads the new format in place" if kernel else
+                    "implementation.kernel is false: reads keep the old bytes, only storage shrinks")},
+        {"condition": "3. quality holds on average but drops on needle-in-a-haystack",
+         "status": "ok" if tested else ("FLAG" if long_cells else "untested"),
+         "detail": ("long-context retrieval was evaluated" if tested else
+                    "no long-context evaluation reported" + (": the long-context workloads are CONDITIONAL"
+                                                             if long_cells else ""))},
+    ]
+
+
+def context(result: Result) -> dict[str, Any]:
+    """The memo's typed context: the JSON document plus display-ready views."""
+    d = result.to_dict()
+    cells = [_cell_view(c) for c in d["cells"][:MAX_MEMO_CELLS]]
+    changes = [REGISTRY[k].describe(v) for k, v in d["claim"]["change"].items()]
+    quality = d["claim"]["quality"]
+    gates = sorted({b.quality_gate for b in result.matrix.blocks})
+    return {
+        "d": d,
+        "claim": d["claim"],
+        "cells": cells,
+        "omitted": len(d["cells"]) - len(cells),
+        "changes": changes,
+        "conditions": _failure_conditions(d, any(c["long_context"] for c in d["cells"])),
+        "quality_retained": quality["retained"],
+        "gates": gates,
+        "decision": d["decision"],
+        "assumptions": d["assumptions"],
+        "marker": MARKER,
+    }
+
+
+def _env() -> Any:
+    import jinja2  # heavy: only when a memo is rendered
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update({
+        "bytes": lambda x: "—" if x is None else units.fmt_bytes(x),
+        "gib": lambda x: "—" if x is None else units.fmt_gib(x),
+        "time": lambda x: "—" if x is None else units.fmt_time(x),
+        "ratio": units.fmt_ratio,
+        "pct": units.fmt_percent,
+        "flops": lambda x: "—" if x is None else units.fmt_flops(x),
+        "intensity": lambda x: f"{x:.1f} FLOP/B",
+        "tps": lambda x: "—" if x is None else f"{x:,.1f} tok/s",
+        "int": lambda x: "—" if x is None else f"{x:,}",
+        "hours": lambda x: "—" if x is None else f"{x:,.0f} GPU-hours",
+    })
+    return env
+
+
+def render_markdown(result: Result) -> str:
+    """The decision memo."""
+    return _env().get_template("memo.md.j2").render(**context(result))
+
+
+def render_json(result: Result) -> str:
+    """The JSON contract: stable key order, no NaN, trailing newline."""
+    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json}

@@ -1,0 +1,134 @@
+"""Quantities at the edges: parse "80 GiB" / "2039 GB/s" into base-unit floats, print them back.
+
+Inside the engine every quantity is a float in SI base units (B, FLOP, s, B/s,
+FLOP/s). Decimal prefixes are powers of 10 (GB = 1e9 B, TB/s = 1e12 B/s),
+binary prefixes powers of 2 (GiB = 2**30 B): a datasheet's "2039 GB/s" is
+2.039e12 B/s, never 2039 * 2**30.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+
+_DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+
+# kind -> {unit text: factor to base unit}
+UNITS: dict[str, dict[str, float]] = {
+    "bytes": {
+        **{f"{p}B": f for p, f in _DECIMAL.items() if p != "k"},
+        **{f"{p}B": f for p, f in _BINARY.items()},
+    },
+    "bandwidth": {
+        **{f"{p}B/s": f for p, f in _DECIMAL.items() if p != "k"},
+        **{f"{p}B/s": f for p, f in _BINARY.items()},
+    },
+    "compute": {
+        **{f"{p}FLOP/s": f for p, f in _DECIMAL.items() if p != "k"},
+        **{f"{p}FLOPS": f for p, f in _DECIMAL.items() if p not in ("", "k")},
+        **{f"{p}OP/s": f for p, f in _DECIMAL.items() if p != "k"},
+        **{f"{p}OPS": f for p, f in _DECIMAL.items() if p not in ("", "k")},
+    },
+    "flops": {f"{p}FLOP": f for p, f in _DECIMAL.items() if p != "k"},
+    "time": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
+}
+
+EXAMPLES = {
+    "bytes": "'80 GiB' or '141 GB'",
+    "bandwidth": "'2039 GB/s' or '3.35 TB/s'",
+    "compute": "'989 TFLOP/s'",
+    "flops": "'2.9e13 FLOP' or '29 TFLOP'",
+    "time": "'50 ms'",
+}
+
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
+
+
+class UnitError(ValueError):
+    """A quantity that cannot be read as the kind a field expects."""
+
+
+def parse(value: object, kind: str) -> float:
+    """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units."""
+    if isinstance(value, bool):
+        raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got a boolean")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _QUANTITY.match(value)
+        if not match:
+            raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got {value!r}")
+        text, unit = match.groups()
+        factors = UNITS[kind]
+        if unit not in factors:
+            known = ", ".join(u for u in factors if u) or "none"
+            raise UnitError(f"unknown {kind} unit {unit!r} in {value!r} (known: {known})")
+        number = float(text) * factors[unit]
+    else:
+        raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got {type(value).__name__}")
+    if not math.isfinite(number):
+        raise UnitError(f"expected a finite {kind}, got {value!r}")
+    return number
+
+
+def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int) -> str:
+    for factor, prefix in steps:
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}f} {prefix}{unit}"
+    factor, prefix = steps[-1]
+    return f"{value / factor:.{digits}f} {prefix}{unit}"
+
+
+_DEC_STEPS = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def fmt_bytes(n: float, digits: int = 2) -> str:
+    """Decimal bytes: 15361536000 -> '15.36 GB'."""
+    steps = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+    return _scaled(n, "B", steps, digits)
+
+
+def fmt_gib(n: float, digits: int = 2) -> str:
+    """Binary bytes, for capacities: 2**31 -> '2.00 GiB'."""
+    steps = [(2.0**40, "Ti"), (2.0**30, "Gi"), (2.0**20, "Mi"), (2.0**10, "Ki"), (1.0, "")]
+    return _scaled(n, "B", steps, digits)
+
+
+def fmt_bandwidth(bps: float, digits: int = 3) -> str:
+    """'2.039 TB/s'."""
+    return _scaled(bps, "B/s", _DEC_STEPS, digits)
+
+
+def fmt_compute(fps: float, digits: int = 1, ops: bool = False) -> str:
+    """'989.4 TFLOP/s' ('624.0 TOP/s' for integer ops)."""
+    return _scaled(fps, "OP/s" if ops else "FLOP/s", _DEC_STEPS, digits)
+
+
+def fmt_flops(f: float) -> str:
+    """'2.867e+13 FLOP'."""
+    return f"{f:.3e} FLOP"
+
+
+def fmt_time(s: float, digits: int = 2) -> str:
+    """Seconds as 's', 'ms' or 'µs' with the unit."""
+    if s == 0:
+        return "0 s"
+    if abs(s) >= 1.0:
+        return f"{s:.{digits}f} s"
+    if abs(s) >= 1e-3:
+        return f"{s * 1e3:.{digits}f} ms"
+    return f"{s * 1e6:.{digits}f} µs"
+
+
+def fmt_ratio(x: float | None, digits: int = 3) -> str:
+    """A speedup: '1.071×'; None as an em dash."""
+    return "—" if x is None else f"{x:.{digits}f}×"
+
+
+def fmt_percent(x: float | None, digits: int = 1) -> str:
+    """A fraction as '7.0 %'."""
+    return "—" if x is None else f"{x * 100:.{digits}f} %"

@@ -1,0 +1,215 @@
+"""Safe, bounded YAML reading that remembers where every value came from.
+
+One loader serves cards, workload files and catalogs: PyYAML's SafeLoader
+(no python tags) with YAML 1.2 floats (``7.0e9`` and ``1e9`` are numbers,
+not the strings YAML 1.1 makes of them), duplicate keys refused, alias
+expansion and nesting bounded, file size capped, UTF-8 required.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Problem, UserError
+
+MAX_BYTES = 1 << 20          # 1 MiB: a card is a few kB
+MAX_NODES = 100_000          # after alias expansion: an alias bomb is refused, not expanded
+MAX_DEPTH = 50
+
+Path_ = tuple[Any, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 floats and duplicate keys refused."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be text", key_node.start_mark) from None
+            if key in seen:
+                first = seen[key].start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {first.line + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.yaml_implicit_resolvers = {
+    ch: [r for r in rs if r[0] != "tag:yaml.org,2002:float"]
+    for ch, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                 |[-+]?(?:[0-9][0-9_]*)[eE][-+]?[0-9]+
+                 |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                 |[-+]?\.(?:inf|Inf|INF)
+                 |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."),
+)
+
+
+@dataclass
+class Document:
+    """Parsed data plus the line:col of every value and key, by JSON path."""
+
+    file: str
+    data: Any
+    values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+
+    def where(self, path: Path_, key: bool = False) -> tuple[int, int]:
+        """Line and column of ``path`` (its key when ``key``), else of its nearest ancestor."""
+        table = self.keys if key and path in self.keys else self.values
+        while path and path not in table:
+            path = path[:-1]
+            table = self.values
+        return table.get(path, (1, 1))
+
+    def problem(self, path: Path_, message: str, key: bool = False) -> Problem:
+        line, col = self.where(path, key)
+        return Problem(self.file, line, col, json_path(path), message)
+
+
+def json_path(path: Path_) -> str:
+    """('change', 'kv_bytes') -> '$.change.kv_bytes'; list indices as [i]."""
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
+    """Node count with aliases expanded, memoized so a bomb is measured, not expanded."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if depth > MAX_DEPTH:
+        raise _TooDeep(node)
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo, depth + 1) + _expanded_size(v, memo, depth + 1)
+                       for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(v, memo, depth + 1) for v in node.value)
+    else:
+        size = 1
+    memo[id(node)] = size
+    return size
+
+
+class _TooDeep(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
+
+
+def _positions(node: yaml.Node, path: Path_, doc: Document) -> None:
+    doc.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                child = path + (k.value,)
+                doc.keys[child] = (k.start_mark.line + 1, k.start_mark.column + 1)
+                _positions(v, child, doc)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _positions(v, path + (i,), doc)
+
+
+def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]) -> None:
+    """Refuse non-text keys and non-finite numbers anywhere in the document."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if not isinstance(k, str):
+                problems.append(doc.problem(path, f"key {k!r} must be text"))
+                continue
+            _check_values(v, path + (k,), doc, problems)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _check_values(v, path + (i,), doc, problems)
+    elif isinstance(data, float) and not math.isfinite(data):
+        problems.append(doc.problem(path, f"expected a finite number, got {data}"))
+
+
+def read_text(path: Path | str, label: str | None = None) -> str:
+    """Read a UTF-8 text file of at most MAX_BYTES, or raise UserError naming it."""
+    label = label or str(path)
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise UserError([Problem(label, path="", message=(
+                f"file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES // 1024} KiB"))])
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise UserError([Problem(label, path="", message="no such file")]) from None
+    except IsADirectoryError:
+        raise UserError([Problem(label, path="", message="is a directory, expected a YAML file")]) from None
+    except OSError as exc:
+        raise UserError([Problem(label, path="", message=f"cannot read: {exc.strerror}")]) from None
+    if b"\x00" in raw:
+        raise UserError([Problem(label, path="", message="binary data (NUL bytes), expected YAML text")])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError([Problem(label, path="", message=(
+            f"not UTF-8 text (bad byte at offset {exc.start})"))]) from None
+
+
+def load(text: str, file: str) -> Document:
+    """Parse YAML text into a Document, or raise UserError with every position known."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise UserError([Problem(file, path="", message=f"text is over the {MAX_BYTES // 1024} KiB limit")])
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise UserError([Problem(file, path="", message="file is empty, expected a YAML mapping")])
+        try:
+            size = _expanded_size(node, {})
+        except _TooDeep as deep:
+            mark = deep.node.start_mark
+            raise UserError([Problem(file, mark.line + 1, mark.column + 1, "$",
+                                     f"nesting deeper than {MAX_DEPTH} levels")]) from None
+        if size > MAX_NODES:
+            raise UserError([Problem(file, 1, 1, "$", (
+                f"document expands to {size:,} nodes (aliases included); the limit is {MAX_NODES:,}"))])
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
+        what = what.replace("could not determine a constructor for the tag",
+                            "tag not allowed (safe YAML only):")
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        raise UserError([Problem(file, line, col, "$", f"YAML: {what}")]) from None
+    except yaml.YAMLError as exc:
+        raise UserError([Problem(file, path="", message=f"YAML: {exc}")]) from None
+    except RecursionError:
+        raise UserError([Problem(file, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None
+    finally:
+        loader.dispose()
+    doc = Document(file, data)
+    _positions(node, (), doc)
+    problems: list[Problem] = []
+    _check_values(data, (), doc, problems)
+    if problems:
+        raise UserError(problems)
+    return doc
+
+
+def load_file(path: Path | str, label: str | None = None) -> Document:
+    """Read and parse one YAML file (``label`` is how errors name it)."""
+    label = label or str(path)
+    return load(read_text(path, label), label)
