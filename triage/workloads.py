@@ -197,10 +197,9 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
     for i, entry in enumerate(doc.data.get("workloads", [])):
         layer = _parse_settings(doc, ("workloads", i), problems)
         merged = _merge(defaults, layer)
-        for key in ("phase", "context", "batch"):
-            if key not in merged:
-                problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs {key!r} "
-                                                              f"(here or under defaults:)"))
+        if "context" not in merged:
+            problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
+                                                          f"(here or under defaults:)"))
         _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
         blocks.append((_settings(merged, entry["name"], entry.get("description", "")), {}))
     names = [s.name for s, _ in blocks]

@@ -1,0 +1,48 @@
+"""Shared paths and helpers for the test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import triage
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAIMS = ROOT / "claims"
+COURSE = ROOT / "examples" / "course.yaml"
+
+GB, GiB, MiB = 1e9, 2.0**30, 2.0**20
+
+
+def cell(result: Any, workload: str, hardware: str | None = None, **match: Any) -> dict[str, Any]:
+    """The one cell of a result (as JSON) with this workload name (and hardware, and other fields)."""
+    found = [c for c in result.to_dict()["cells"] if c["workload"] == workload
+             and (hardware is None or c["hardware"] == hardware)
+             and all(c[k] == v for k, v in match.items())]
+    assert len(found) == 1, f"{len(found)} cells match {workload} {hardware} {match}"
+    return found[0]
+
+
+def course_matrix(**overrides: Any) -> dict[str, Any]:
+    """The course's setting as a workload dict: course-7b on a 2 TB/s, 1000 TFLOP/s, 80 GiB card."""
+    matrix: dict[str, Any] = {
+        "hardware": {"course-gpu": {"memory": "80 GiB", "bandwidth": "2 TB/s", "compute": {"fp16": "1000 TFLOP/s"}}},
+        "defaults": {"model": "course-7b", "hardware": "course-gpu", "efficiency": {"bandwidth": 1.0, "compute": 1.0},
+                     "overhead": 0, "reserve": 0},
+        "workloads": [{"name": "A", "phase": "decode", "context": 4096, "batch": 1},
+                      {"name": "B", "phase": "decode", "context": 131072, "batch": 1}],
+    }
+    matrix.update(overrides)
+    return matrix
+
+
+def card(change: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A minimal valid card dict with this change."""
+    return {"id": "t", "title": "test card", "direction": "cache", "change": change, **extra}
+
+
+@pytest.fixture
+def evaluate():
+    return triage.evaluate

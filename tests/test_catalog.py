@@ -1,0 +1,67 @@
+"""The shipped catalog: derived parameter counts match the published ones, every number has a source."""
+
+import pytest
+
+from triage import catalog
+from triage.resources import catalog_file
+from triage.yamlio import load_file
+
+CAT = catalog.load()
+
+# Published counts (safetensors totals of the Hugging Face checkpoints).
+PUBLISHED = {
+    "llama-2-7b": 6_738_415_616,
+    "llama-2-13b": 13_015_864_320,
+    "llama-2-70b": 68_976_648_192,
+    "llama-3-8b": 8_030_261_248,
+    "llama-3-70b": 70_553_706_496,
+    "mistral-7b": 7_248_023_552,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen2.5-72b": 72_706_203_648,
+}
+
+
+@pytest.mark.parametrize("key,count", sorted(PUBLISHED.items()))
+def test_parameter_count_derived_from_architecture(key, count):
+    model = CAT.models[key]
+    assert model.params_override is None
+    assert model.params == count
+    assert model.published_params == count
+
+
+def test_llama2_7b_by_hand():
+    # per layer: 4·4096² (q,k,v,o) + 3·4096·11008 (gate, up, down) + 2·4096 (norms) = 202,383,360
+    m = CAT.models["llama-2-7b"]
+    assert m.layer_params == 202_383_360
+    assert m.params == 32 * 202_383_360 + 4096 + 2 * 32000 * 4096
+
+
+def test_gqa_models_have_smaller_kv_per_token():
+    assert CAT.models["llama-2-7b"].kv_elements_per_token * 2 == 512 * 1024
+    assert CAT.models["llama-3-8b"].kv_elements_per_token * 2 == 128 * 1024
+
+
+def test_params_without_vocab_are_all_read_per_step():
+    m = CAT.models["course-7b"]
+    assert m.params == m.body_params == 7.0e9
+    assert m.embedding_params == m.lm_head_params == 0
+
+
+@pytest.mark.parametrize("key", ["a100-80gb", "a100-40gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s",
+                                 "rtx-4090", "mi300x"])
+def test_required_hardware_present_with_sources(key):
+    hw = CAT.hardware[key]
+    assert hw.memory_bytes > 16 * 2**30 and hw.bandwidth_bytes_per_s > 5e11
+    for field in ("memory", "bandwidth", "compute"):
+        assert hw.source.get(field), f"{key} has no source for {field}"
+    assert hw.interconnect_bytes_per_s and hw.interconnect_kind
+
+
+def test_capacities_are_exact_bytes():
+    assert CAT.hardware["a100-80gb"].memory_bytes == 81920 * 2**20 == 80 * 2**30
+    assert CAT.hardware["a100-80gb"].bandwidth_bytes_per_s == 2.039e12
+
+
+def test_every_model_entry_has_a_source():
+    doc = load_file(catalog_file("models.yaml"))
+    assert all(entry.get("source") for entry in doc.data.values())

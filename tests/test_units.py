@@ -1,0 +1,66 @@
+"""Units: decimal and binary prefixes are exact and never confused."""
+
+import math
+
+import pytest
+
+from triage import units
+
+
+@pytest.mark.parametrize("text,kind,expected", [
+    ("80 GiB", "bytes", 80 * 2**30),
+    ("80 GB", "bytes", 80e9),
+    ("2 TB/s", "bandwidth", 2e12),
+    ("2039 GB/s", "bandwidth", 2.039e12),        # decimal: never 2039 * 2**30
+    ("989 TFLOP/s", "compute", 989e12),
+    ("624 TOP/s", "compute", 624e12),
+    ("50 ms", "time", 0.05),
+    ("0.5ms", "time", 0.0005),
+    ("3e2 us", "time", 3e-4),
+    ("2.9e13 FLOP", "flops", 2.9e13),
+    ("512 MiB", "bytes", 512 * 2**20),
+])
+def test_parse_exact(text, kind, expected):
+    assert units.parse(text, kind) == pytest.approx(expected, rel=1e-15)
+
+
+def test_bare_numbers_are_base_units():
+    assert units.parse(2039000000000, "bandwidth") == 2.039e12
+    assert units.parse(0.05, "time") == 0.05
+
+
+def test_binary_gib_differs_from_decimal_gb_by_7_percent():
+    assert units.parse("1 GiB", "bytes") / units.parse("1 GB", "bytes") == pytest.approx(1.073741824)
+
+
+@pytest.mark.parametrize("text,kind,message", [
+    ("80 GiBs", "bytes", "unknown bytes unit 'GiBs' in '80 GiBs'"),
+    ("2 TB", "bandwidth", "unknown bandwidth unit 'TB' in '2 TB'"),
+    ("fast", "bandwidth", "expected a bandwidth like '2039 GB/s' or '3.35 TB/s', got 'fast'"),
+    ("50 parsecs", "time", "unknown time unit 'parsecs' in '50 parsecs'"),
+])
+def test_unknown_units_rejected_clearly(text, kind, message):
+    with pytest.raises(units.UnitError) as err:
+        units.parse(text, kind)
+    assert str(err.value).startswith(message)
+
+
+def test_rejects_booleans_and_non_finite():
+    with pytest.raises(units.UnitError):
+        units.parse(True, "bytes")
+    with pytest.raises(units.UnitError):
+        units.parse(math.inf, "bytes")
+
+
+def test_every_printed_quantity_has_its_unit():
+    assert units.fmt_bytes(15.3628e9) == "15.36 GB"
+    assert units.fmt_gib(2**31) == "2.00 GiB"
+    assert units.fmt_bandwidth(2.039e12) == "2.039 TB/s"
+    assert units.fmt_compute(989.4e12) == "989.4 TFLOP/s"
+    assert units.fmt_compute(624e12, ops=True) == "624.0 TOP/s"
+    assert units.fmt_time(0.007534) == "7.53 ms"
+    assert units.fmt_time(2.5e-5) == "25.00 µs"
+    assert units.fmt_time(0) == "0 s"
+    assert units.fmt_ratio(1.0712) == "1.071×"
+    assert units.fmt_percent(0.07) == "7.0 %"
+    assert units.fmt_ratio(None) == "—"
