@@ -35,7 +35,7 @@ def test_binary_gib_differs_from_decimal_gb_by_7_percent():
 
 @pytest.mark.parametrize("text,kind,message", [
     ("80 GiBs", "bytes", "unknown bytes unit 'GiBs' in '80 GiBs'"),
-    ("2 TB", "bandwidth", "unknown bandwidth unit 'TB' in '2 TB'"),
+    ("2 TB", "bandwidth", "'2 TB' is a bytes quantity; expected a bandwidth like '2039 GB/s' or '3.35 TB/s'"),
     ("fast", "bandwidth", "expected a bandwidth like '2039 GB/s' or '3.35 TB/s', got 'fast'"),
     ("50 parsecs", "time", "unknown time unit 'parsecs' in '50 parsecs'"),
 ])

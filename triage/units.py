@@ -65,6 +65,9 @@ def parse(value: object, kind: str) -> float:
         text, unit = match.groups()
         factors = UNITS[kind]
         if unit not in factors:
+            other = next((k for k, table in UNITS.items() if unit and unit in table), None)
+            if other:
+                raise UnitError(f"{value!r} is a {other} quantity; expected a {kind} like {EXAMPLES[kind]}")
             known = ", ".join(u for u in factors if u) or "none"
             raise UnitError(f"unknown {kind} unit {unit!r} in {value!r} (known: {known})")
         number = float(text) * factors[unit]

@@ -77,7 +77,8 @@ def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str
     if v in bounds:
         return [(path, f"expected a number {bounds[v]} {err.validator_value}, got {_describe(value)}", False)]
     if v == "pattern":
-        return [(path, f"{_describe(value)} does not match the pattern {err.validator_value}", False)]
+        want = sch.get("x-expected", f"text matching {err.validator_value}")
+        return [(path, f"expected {want}, got {_describe(value)}", False)]
     if v in ("minItems", "minLength", "minProperties"):
         return [(path, f"must not be empty", False)]
     if v in ("oneOf", "anyOf"):
