@@ -36,13 +36,13 @@ def attention_flops(x: StepInputs, m: float) -> StepInputs:
 
 
 def kv_tokens(x: StepInputs, spec: dict[str, float]) -> StepInputs:
-    """Eviction: keep a fraction of the context, or a fixed token budget, read and stored."""
-    if "keep" in spec:
-        kept = x.context * spec["keep"]
-    else:
-        kept = np.minimum(x.context, float(spec["budget"]))
+    """Eviction: keep a fraction of the context, or a fixed token budget, read and stored by decode.
+
+    Prefill still computes and writes the whole prompt's KV (eviction follows it).
+    """
+    kept = x.context * spec["keep"] if "keep" in spec else np.minimum(x.context, float(spec["budget"]))
     return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, kept),
-                   kv_stored_tokens=np.minimum(x.kv_stored_tokens, kept))
+                   kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ def _cell_view(cell: dict[str, Any]) -> dict[str, Any]:
     base = cell["baseline"]
     kv = base["bytes_by_group"]["attention"] or 0.0
     flops, nbytes = base["flops_per_step"] or 0.0, base["bytes_per_step"] or 1.0
+    label = f"{cell['workload']} ({cell['phase']}, {cell['context']:,} tokens, batch {cell['batch']})"
     return {**cell,
+            "label": label,
             "kv_fraction": kv / nbytes,
             "intensity": flops / nbytes,
             "groups": _group_view(cell, "baseline"),
