@@ -17,7 +17,7 @@ kernels), which is what makes this a lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -27,7 +27,13 @@ LOGIT_BYTES = 4.0  # logits are written in fp32
 
 @dataclass(frozen=True)
 class StepInputs:
-    """One variant (baseline or claim) of every cell, as arrays."""
+    """One variant (baseline or claim) of every cell.
+
+    ``decode``, ``batch`` and ``context`` have one entry per cell; every other
+    field is either that or a 0-d array when all cells share the value (a
+    model's layer count over a sweep), so numpy broadcasts instead of
+    streaming a million copies of one number.
+    """
 
     decode: np.ndarray
     batch: np.ndarray
@@ -60,12 +66,27 @@ class StepInputs:
 
     def take(self, idx: np.ndarray) -> "StepInputs":
         """A subset of cells."""
-        return StepInputs(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+        return StepInputs(**{f.name: at(getattr(self, f.name), idx) for f in fields(self)})
+
+
+def at(a: np.ndarray, idx: np.ndarray | int) -> np.ndarray:
+    """``a[idx]`` for a per-cell column, ``a`` itself for a shared (0-d) one."""
+    a = np.asarray(a)
+    return a if a.ndim == 0 else a[idx]
+
+
+def by_phase(decode: np.ndarray, on_decode: Callable[[], Any], on_prefill: Callable[[], Any]) -> Any:
+    """np.where(decode, on_decode(), on_prefill()), evaluating only the phases present."""
+    if decode.all():
+        return on_decode()
+    if not decode.any():
+        return on_prefill()
+    return np.where(decode, on_decode(), on_prefill())
 
 
 @dataclass(frozen=True)
 class StepCost:
-    """FLOPs and HBM bytes of one step, per operator group."""
+    """FLOPs and HBM bytes of one step, per operator group (one entry per cell)."""
 
     flops: dict[str, np.ndarray]
     bytes: dict[str, np.ndarray]
@@ -81,7 +102,7 @@ class StepCost:
 
 def tokens_per_step(x: StepInputs) -> np.ndarray:
     """Tokens a step pushes through the linear layers: B (decode) or B·P (prefill)."""
-    return np.where(x.decode, x.batch, x.batch * x.context)
+    return by_phase(x.decode, lambda: x.batch, lambda: x.batch * x.context)
 
 
 def causal_pairs(prompt: np.ndarray) -> np.ndarray:
@@ -97,55 +118,66 @@ def attention_score_bytes(batch: np.ndarray, heads: np.ndarray, queries: np.ndar
 
 def step_cost(x: StepInputs) -> StepCost:
     """FLOPs and bytes per group for decode (M=B GEMV + KV read) and prefill (M=B·P GEMM, causal)."""
+    shape = x.batch.shape
     tokens = tokens_per_step(x)
-    lin_f = 2.0 * x.body_params * tokens * x.linear_flops_mult
+    lin_f = (2.0 * x.body_params * x.linear_flops_mult) * tokens
     lin_b = x.body_params * x.weight_read_bpe
 
     # attention: decode reads T_read tokens of KV per sequence and writes one;
     # prefill attends causally and writes the prompt's KV.
-    mac = 4.0 * x.layers * x.heads * x.head_dim          # 2 FLOP per MAC, QK^T and PV
-    pairs = np.where(x.decode, x.batch * x.kv_read_tokens, x.batch * causal_pairs(x.context))
-    att_f = mac * pairs * x.attention_flops_mult
+    mac = 4.0 * x.layers * x.heads * x.head_dim * x.attention_flops_mult   # 2 FLOP per MAC, QK^T and PV
     kv_row = x.kv_elements_per_token
-    kv_read = np.where(x.decode, x.batch * x.kv_read_tokens * kv_row * x.kv_read_bpe, 0.0)
-    kv_write = np.where(x.decode, x.batch, x.batch * x.kv_stored_tokens) * kv_row * x.kv_stored_bpe
-    # eager attention writes S, reads it for softmax, writes P, reads it for PV:
-    # four passes over the score matrix per layer (Dao et al. 2022, Algorithm 0).
-    queries = np.where(x.decode, 1.0, x.context)
-    keys = np.where(x.decode, x.kv_read_tokens, x.context)
-    scores = np.where(x.eager, 4.0 * x.layers * attention_score_bytes(x.batch, x.heads, queries, keys, x.act_bpe),
-                      0.0)
-    att_b = kv_read + kv_write + scores
+    att_f = mac * by_phase(x.decode, lambda: x.batch * x.kv_read_tokens, lambda: x.batch * causal_pairs(x.context))
+    att_b = by_phase(x.decode,
+                     lambda: x.batch * (x.kv_read_tokens * (kv_row * x.kv_read_bpe) + kv_row * x.kv_stored_bpe),
+                     lambda: x.batch * x.kv_stored_tokens * (kv_row * x.kv_stored_bpe))
+    if x.eager.any():
+        # eager attention writes S, reads it for softmax, writes P, reads it for PV:
+        # four passes over the score matrix per layer (Dao et al. 2022, Algorithm 0).
+        queries = by_phase(x.decode, lambda: 1.0, lambda: x.context)
+        keys = by_phase(x.decode, lambda: x.kv_read_tokens, lambda: x.context)
+        scores = 4.0 * x.layers * attention_score_bytes(x.batch, x.heads, queries, keys, x.act_bpe)
+        att_b = att_b + np.where(x.eager, scores, 0.0)
 
     # LM head: logits for the last position of each sequence, the matrix read whole.
-    head_f = 2.0 * x.lm_head_params * x.batch
+    head_f = (2.0 * x.lm_head_params) * x.batch
     head_b = x.lm_head_params * x.weight_read_bpe
 
     # the rest: embedding lookup reads one row per token (never the whole table), logits out
     rows = np.minimum(tokens * x.hidden, x.embedding_params) * x.weight_read_bpe
-    other_b = rows + x.batch * x.vocab * LOGIT_BYTES
-    zero = np.zeros_like(lin_f)
+    other_b = rows + x.batch * (x.vocab * LOGIT_BYTES)
+
+    def full(a: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(a, dtype=float), shape)
+
     return StepCost(
-        flops={"linear": lin_f, "attention": att_f, "lm_head": head_f, "other": zero},
-        bytes={"linear": lin_b, "attention": att_b, "lm_head": head_b, "other": other_b},
+        flops={"linear": full(lin_f), "attention": full(att_f), "lm_head": full(head_f), "other": full(0.0)},
+        bytes={"linear": full(lin_b), "attention": full(att_b), "lm_head": full(head_b), "other": full(other_b)},
     )
 
 
 def group_times(cost: StepCost, peak: np.ndarray, bandwidth: np.ndarray,
                 compute_eff: Mapping[str, np.ndarray | float], bandwidth_eff: Mapping[str, np.ndarray | float]
-                ) -> dict[str, np.ndarray]:
-    """t_g = max(F_g / (peak·ce_g), bytes_g / (BW·be_g)) for each group g."""
-    return {g: np.maximum(cost.flops[g] / (peak * compute_eff[g]), cost.bytes[g] / (bandwidth * bandwidth_eff[g]))
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(FLOPs_g / (peak·ce_g), bytes_g / (BW·be_g)) for each group g: the two sides of its roofline."""
+    return {g: (cost.flops[g] / (peak * compute_eff[g]), cost.bytes[g] / (bandwidth * bandwidth_eff[g]))
             for g in GROUPS}
 
 
 def step_time(cost: StepCost, peak: np.ndarray, bandwidth: np.ndarray,
               compute_eff: Mapping[str, np.ndarray | float] | None = None,
               bandwidth_eff: Mapping[str, np.ndarray | float] | None = None) -> np.ndarray:
-    """Σ_g t_g: the step's roofline time in seconds (efficiencies default to 1: the bound)."""
+    """Σ_g max(compute time, memory time): the step's roofline time in seconds (efficiencies default to 1)."""
     ones = {g: 1.0 for g in GROUPS}
-    times = group_times(cost, peak, bandwidth, compute_eff or ones, bandwidth_eff or ones)
-    return sum(times.values())  # type: ignore[return-value]
+    sides = group_times(cost, peak, bandwidth, compute_eff or ones, bandwidth_eff or ones)
+    return sum(np.maximum(c, m) for c, m in sides.values())  # type: ignore[return-value]
+
+
+def compute_bound_time(cost: StepCost, peak: np.ndarray, bandwidth: np.ndarray) -> np.ndarray:
+    """Seconds of the bound spent in groups whose FLOPs outlast their bytes."""
+    ones = {g: 1.0 for g in GROUPS}
+    sides = group_times(cost, peak, bandwidth, ones, ones)
+    return sum(np.where(c >= m, c, 0.0) for c, m in sides.values())  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -177,12 +209,12 @@ def memory(x: StepInputs) -> Memory:
     output, gated MLP), one layer's score matrix when attention is eager, and
     fp32 logits for the last position.
     """
+    shape = x.batch.shape
     weights = x.stored_params * x.weight_stored_bpe
-    kv_seq = x.kv_stored_tokens * x.kv_elements_per_token * x.kv_stored_bpe
-    tokens_per_seq = np.where(x.decode, 1.0, x.context)
-    queries = tokens_per_seq
-    keys = np.where(x.decode, x.kv_read_tokens, x.context)
-    act = tokens_per_seq * (4.0 * x.hidden + 2.0 * x.intermediate) * x.act_bpe
-    act = act + np.where(x.eager, attention_score_bytes(1.0, x.heads, queries, keys, x.act_bpe), 0.0)
-    act = act + x.vocab * LOGIT_BYTES
-    return Memory(weights, kv_seq, act)
+    kv_seq = x.kv_stored_tokens * (x.kv_elements_per_token * x.kv_stored_bpe)
+    tokens_per_seq = by_phase(x.decode, lambda: 1.0, lambda: x.context)
+    act = tokens_per_seq * ((4.0 * x.hidden + 2.0 * x.intermediate) * x.act_bpe) + x.vocab * LOGIT_BYTES
+    if x.eager.any():
+        keys = by_phase(x.decode, lambda: x.kv_read_tokens, lambda: x.context)
+        act = act + np.where(x.eager, attention_score_bytes(1.0, x.heads, tokens_per_seq, keys, x.act_bpe), 0.0)
+    return Memory(*(np.broadcast_to(np.asarray(a, dtype=float), shape) for a in (weights, kv_seq, act)))

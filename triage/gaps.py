@@ -17,7 +17,7 @@ import numpy as np
 
 from . import mechanisms
 from .cards import Claim
-from .costmodel import GROUPS, Memory, StepCost, StepInputs, group_times, memory, step_cost, step_time
+from .costmodel import GROUPS, Memory, StepCost, StepInputs, at, compute_bound_time, memory, step_cost, step_time
 from .workloads import Matrix, peak_flops, precision_bytes
 
 
@@ -56,10 +56,10 @@ def baseline_inputs(m: Matrix) -> StepInputs:
     def model(attr: str) -> np.ndarray:
         return np.nan_to_num(m.column(attr, "models"), nan=0.0)
 
-    n = len(m)
     w_bpe = precision_bytes(m, "weights")
     kv_bpe = precision_bytes(m, "kv")
-    eager = np.array([s.attention == "eager" for s in m.blocks])[m.block_idx]
+    eager = np.array([s.attention == "eager" for s in m.blocks])
+    eager = np.asarray(eager[0]) if eager.all() or not eager.any() else eager[m.block_idx]
     return StepInputs(
         decode=m.decode, batch=m.batch, context=m.context,
         layers=model("num_hidden_layers"), heads=model("num_attention_heads"), head_dim=model("head_dim"),
@@ -70,7 +70,7 @@ def baseline_inputs(m: Matrix) -> StepInputs:
         weight_read_bpe=w_bpe, weight_stored_bpe=w_bpe, kv_read_bpe=kv_bpe, kv_stored_bpe=kv_bpe,
         act_bpe=precision_bytes(m, "activations"),
         kv_read_tokens=m.context, kv_stored_tokens=m.context,
-        linear_flops_mult=np.ones(n), attention_flops_mult=np.ones(n), eager=eager,
+        linear_flops_mult=np.asarray(1.0), attention_flops_mult=np.asarray(1.0), eager=eager,
     )
 
 
@@ -78,15 +78,13 @@ def _variant(x: StepInputs, x_impl: StepInputs, peak: np.ndarray, bw: np.ndarray
              ceff: dict[str, np.ndarray], beff: dict[str, np.ndarray], overhead: np.ndarray,
              capacity: np.ndarray, waste: np.ndarray, reserve: np.ndarray) -> Variant:
     cost = step_cost(x)
+    cost_impl = cost if x_impl is x else step_cost(x_impl)
     mem = memory(x)
-    ones = {g: 1.0 for g in GROUPS}
-    times = group_times(cost, peak, bw, ones, ones)
-    t_theo = sum(times.values())
-    compute_time = sum(np.where(cost.flops[g] / peak >= cost.bytes[g] / bw, times[g], 0.0) for g in GROUPS)
-    t_impl = step_time(step_cost(x_impl), peak, bw, ceff, beff)
+    t_theo = step_time(cost, peak, bw)
+    t_impl = step_time(cost_impl, peak, bw, ceff, beff)
     total = mem.total(x.batch, waste, reserve)
     return Variant(x, cost, mem, total, total <= capacity, mem.max_batch(capacity, waste, reserve),
-                   t_theo, t_impl, t_impl + overhead, compute_time / t_theo)
+                   t_theo, t_impl, t_impl + overhead, compute_bound_time(cost, peak, bw) / t_theo)
 
 
 def compute(m: Matrix, claim: Claim) -> Gaps:
@@ -125,12 +123,12 @@ def compute(m: Matrix, claim: Claim) -> Gaps:
         idx = np.flatnonzero(rescue)
         b0 = base.max_batch[idx]
         sub = base_x.take(idx).with_batch(b0)
-        t0 = step_time(step_cost(sub), peak[idx], bw[idx],
-                       {g: v[idx] for g, v in base_ceff.items()}, {g: v[idx] for g, v in base_beff.items()})
-        t0 = t0 + overhead[idx]
+        t0 = step_time(step_cost(sub), at(peak, idx), at(bw, idx),
+                       {g: at(v, idx) for g, v in base_ceff.items()}, {g: at(v, idx) for g, v in base_beff.items()})
+        t0 = t0 + at(overhead, idx)
         s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
         e2e_batch[idx] = b0
     e2e_batch[~base.fits & ~rescue] = np.nan
 
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
-    return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, capacity, slo)
+    return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo)

@@ -44,8 +44,9 @@ def decide(m: Matrix, claim: Claim, g: Gaps) -> Verdicts:
                   is unreported / untested on long context, or the SLO is still missed;
     GO            otherwise.
     """
-    min_gain = m.column("min_gain")
-    gate = m.column("quality_gate")
+    shape = m.batch.shape
+    min_gain = np.broadcast_to(m.column("min_gain"), shape)
+    gate = np.broadcast_to(m.column("quality_gate"), shape)
     enables = ~g.base.fits & g.claim.fits
     retained = claim.quality_retained
     quality_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)

@@ -74,15 +74,22 @@ class Matrix:
         return int(self.model_idx.shape[0])
 
     def column(self, attr: str, table: str = "blocks") -> np.ndarray:
-        """A per-cell column gathered from a per-block (or per-model/-hardware) attribute."""
+        """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""
         if table == "blocks":
             values, idx = self.blocks, self.block_idx
         elif table == "models":
             values, idx = self.models, self.model_idx
         else:
             values, idx = self.hardware, self.hardware_idx
-        col = np.array([_get(v, attr) for v in values], dtype=float)
-        return col[idx]
+        return compact(np.array([_get(v, attr) for v in values], dtype=float), idx)
+
+
+def compact(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``values[idx]``, or the one value as a 0-d array when all entries agree (numpy broadcasts it)."""
+    first = values.flat[0]
+    if np.all((values == first) | (np.isnan(values) & np.isnan(first))):
+        return np.asarray(first)
+    return values[idx]
 
 
 def _get(obj: Any, attr: str) -> float:
@@ -295,13 +302,15 @@ def _build(blocks: list[tuple[Settings, dict[str, Any]]], cat: catalog_mod.Catal
 def precision_bytes(matrix: Matrix, which: str) -> np.ndarray:
     """Bytes per element of the ``which`` precision ('weights', 'kv', 'activations') per cell."""
     per_block = np.array([bytes_per_element(s.precision[which]) for s in matrix.blocks])
-    return per_block[matrix.block_idx]
+    return compact(per_block, matrix.block_idx)
 
 
 def peak_flops(matrix: Matrix) -> np.ndarray:
     """Dense peak FLOP/s of each cell's hardware at its compute precision."""
     table = np.array([[hw.peak(s.precision["compute"]) if _has(hw, s.precision["compute"]) else np.nan
                        for hw in matrix.hardware] for s in matrix.blocks])
+    if np.all(table == table.flat[0]):
+        return np.asarray(table.flat[0])
     return table[matrix.block_idx, matrix.hardware_idx]
 
 
