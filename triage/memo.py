@@ -83,11 +83,26 @@ def context(result: Result) -> dict[str, Any]:
     }
 
 
+def _bytecode_cache() -> Any:
+    """Compiled templates under the user's cache folder (keyed by source checksum), if writable."""
+    import os
+    from pathlib import Path
+
+    import jinja2
+
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triage" / "jinja"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
+
+
 def _env() -> Any:
     import jinja2  # heavy: only when a memo is rendered
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             undefined=jinja2.StrictUndefined, autoescape=False, bytecode_cache=_bytecode_cache(),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update({
         "bytes": lambda x: "—" if x is None else units.fmt_bytes(x),

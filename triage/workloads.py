@@ -8,7 +8,7 @@ built block by block with numpy, so a million-cell grid costs no Python loop.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -68,10 +68,18 @@ class Matrix:
     share: np.ndarray           # traffic share, normalised to sum 1
     long_context: np.ndarray    # bool: needs long-context quality evidence
     source: str = "default"
-    notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.model_idx.shape[0])
+
+    def take(self, idx: np.ndarray) -> "Matrix":
+        """The cells at ``idx`` as a matrix of their own (shares renormalised)."""
+        share = self.share[idx]
+        total = share.sum()
+        return Matrix(self.models, self.hardware, self.blocks, self.model_idx[idx], self.hardware_idx[idx],
+                      self.block_idx[idx], self.decode[idx], self.context[idx], self.batch[idx],
+                      share / total if total > 0 else np.full(share.shape, 1.0 / share.size),
+                      self.long_context[idx], self.source)
 
     def column(self, attr: str, table: str = "blocks") -> np.ndarray:
         """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""
@@ -183,7 +191,7 @@ def _open(source: str | Path | dict[str, Any] | None) -> Document | None:
 def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None) -> Matrix:
     """Resolve a workload file (path or parsed dict; None for the shipped default) into a Matrix."""
     cat = catalog or catalog_mod.load()
-    base_doc = load_file(catalog_mod.default_workloads_path(), "triage/catalog/workloads.yaml")
+    base_doc = load_file(catalog_mod.default_workloads_path(), "triage/catalog/workloads.yaml", trusted=True)
     user_doc = _open(source)
     doc = user_doc or base_doc
     problems = validate(doc, "workloads")
