@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from conftest import GB, GiB, MiB, card, cell
 
 import triage
 from triage import catalog, costmodel
 from triage.gaps import baseline_inputs
 from triage.specs import BYTES_PER_ELEMENT, bytes_per_element
 from triage.workloads import load as load_workloads
-
-from conftest import GB, GiB, MiB, card, cell, course_matrix
 
 CAT = catalog.load()
 

@@ -1,14 +1,12 @@
 """Each mechanism against a hand calculation, and no knob that silently does nothing."""
 
-import json
 
 import pytest
+from conftest import GiB, card, cell, course_matrix
 
 import triage
 from triage import mechanisms
 from triage.resources import schema
-
-from conftest import GiB, card, cell, course_matrix
 
 COURSE_A_BYTES = 14e9 + 4096 * 524_288 + 524_288          # weights + KV read + one token written
 

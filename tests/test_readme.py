@@ -4,10 +4,9 @@ import os
 import re
 
 from click.testing import CliRunner
+from conftest import ROOT
 
 from triage.cli import main
-
-from conftest import ROOT
 
 README = ROOT / "README.md"
 SECTION = re.compile(r"<!-- help: (?P<args>[^>]*?) -->\n```\n(?P<body>.*?)```\n<!-- /help -->", re.S)

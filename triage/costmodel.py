@@ -16,8 +16,9 @@ kernels), which is what makes this a lower bound.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -60,11 +61,11 @@ class StepInputs:
     attention_flops_mult: np.ndarray
     eager: np.ndarray                # bool: attention scores are written to HBM
 
-    def with_batch(self, batch: np.ndarray) -> "StepInputs":
+    def with_batch(self, batch: np.ndarray) -> StepInputs:
         """The same cells at another batch size."""
         return replace(self, batch=np.asarray(batch, dtype=float))
 
-    def take(self, idx: np.ndarray) -> "StepInputs":
+    def take(self, idx: np.ndarray) -> StepInputs:
         """A subset of cells."""
         return StepInputs(**{f.name: at(getattr(self, f.name), idx) for f in fields(self)})
 
@@ -110,8 +111,7 @@ def causal_pairs(prompt: np.ndarray) -> np.ndarray:
     return prompt * (prompt + 1.0) / 2.0
 
 
-def attention_score_bytes(batch: np.ndarray, heads: np.ndarray, queries: np.ndarray, keys: np.ndarray,
-                          act_bpe: np.ndarray) -> np.ndarray:
+def attention_score_bytes(batch: Any, heads: Any, queries: Any, keys: Any, act_bpe: Any) -> Any:
     """One materialized score matrix of one layer: B·H·T_q·T_k·b_a (course §2.4: 8.4 MB per head at T=2048)."""
     return batch * heads * queries * keys * act_bpe
 
@@ -170,7 +170,7 @@ def step_time(cost: StepCost, peak: np.ndarray, bandwidth: np.ndarray,
     """Σ_g max(compute time, memory time): the step's roofline time in seconds (efficiencies default to 1)."""
     ones = {g: 1.0 for g in GROUPS}
     sides = group_times(cost, peak, bandwidth, compute_eff or ones, bandwidth_eff or ones)
-    return sum(np.maximum(c, m) for c, m in sides.values())  # type: ignore[return-value]
+    return sum(np.maximum(c, m) for c, m in sides.values())
 
 
 def compute_bound_time(cost: StepCost, peak: np.ndarray, bandwidth: np.ndarray) -> np.ndarray:

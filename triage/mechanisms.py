@@ -7,8 +7,9 @@ card's implementation efficiencies apply there and nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,10 @@ def resource_dir(name: str) -> Path:
 
 def catalog_file(name: str) -> Path:
     """A YAML data file of the shipped catalog."""
-    return Path(str(resources.files("triage").joinpath("catalog", name)))
+    return Path(str(resources.files("triage").joinpath("catalog").joinpath(name)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON Schema by name: 'claim' or 'workloads'."""
     text = (resource_dir("schemas") / f"{name}.schema.json").read_text(encoding="utf-8")

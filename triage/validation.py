@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import Problem
@@ -10,7 +11,7 @@ from .resources import schema as load_schema
 from .yamlio import Document
 
 
-def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean 'kv_bytes'?)' or ''."""
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -80,7 +81,7 @@ def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str
         want = sch.get("x-expected", f"text matching {err.validator_value}")
         return [(path, f"expected {want}, got {_describe(value)}", False)]
     if v in ("minItems", "minLength", "minProperties"):
-        return [(path, f"must not be empty", False)]
+        return [(path, "must not be empty", False)]
     if v in ("oneOf", "anyOf"):
         expected = sch.get("x-expected")
         if expected is None and err.context:

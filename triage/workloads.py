@@ -72,7 +72,7 @@ class Matrix:
     def __len__(self) -> int:
         return int(self.model_idx.shape[0])
 
-    def take(self, idx: np.ndarray) -> "Matrix":
+    def take(self, idx: np.ndarray) -> Matrix:
         """The cells at ``idx`` as a matrix of their own (shares renormalised)."""
         share = self.share[idx]
         total = share.sum()
@@ -83,13 +83,14 @@ class Matrix:
 
     def column(self, attr: str, table: str = "blocks") -> np.ndarray:
         """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""
+        entries: list[Any]
         if table == "blocks":
-            values, idx = self.blocks, self.block_idx
+            entries, idx = list(self.blocks), self.block_idx
         elif table == "models":
-            values, idx = self.models, self.model_idx
+            entries, idx = list(self.models), self.model_idx
         else:
-            values, idx = self.hardware, self.hardware_idx
-        return compact(np.array([_get(v, attr) for v in values], dtype=float), idx)
+            entries, idx = list(self.hardware), self.hardware_idx
+        return compact(np.array([_get(v, attr) for v in entries], dtype=float), idx)
 
 
 def compact(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -286,8 +287,10 @@ def _build(blocks: list[tuple[Settings, dict[str, Any]]], cat: catalog_mod.Catal
         cols["context"].append(np.tile(ctx, len(combos)))
         cols["batch"].append(np.tile(bat, len(combos)))
         cols["share"].append(np.full(n, share_total / n))
-        long = np.tile(ctx >= LONG_CONTEXT_TOKENS, len(combos)) if s.long_context is None else np.full(n, s.long_context)
-        cols["long"].append(long)
+        if s.long_context is None:
+            cols["long"].append(np.tile(ctx >= LONG_CONTEXT_TOKENS, len(combos)))
+        else:
+            cols["long"].append(np.full(n, s.long_context))
     cat_arrays = {k: np.concatenate(v) for k, v in cols.items()}
     share = cat_arrays["share"]
     total = share.sum()

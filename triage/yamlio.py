@@ -55,9 +55,9 @@ _FLOAT_1_2 = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+
                  |\.(?:nan|NaN|NAN))$""", re.X)
 
 
-def _loader_class(base: type) -> type:
+def _loader_class(base: Any) -> Any:
     """``base`` (a safe loader) with strict mappings and YAML 1.2 floats: 7.0e9 and 1e9 are numbers."""
-    cls = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
+    cls: Any = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
     cls.yaml_implicit_resolvers = {
         ch: [r for r in rs if r[0] != "tag:yaml.org,2002:float"]
         for ch, rs in base.yaml_implicit_resolvers.items()

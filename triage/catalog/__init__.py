@@ -4,7 +4,7 @@ YAML entries, shipped or user-written, into specs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .. import units
@@ -70,13 +70,15 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         why = "" if k in ("hidden_size", "head_dim") else " (or give params)"
         problems.append(doc.problem(path, f"model {key!r} needs {k!r}{why}"))
     if hidden and not entry.get("head_dim") and hidden % heads:
-        problems.append(doc.problem(path + ("hidden_size",),
-                                    f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim"))
+        problems.append(doc.problem(path + ("hidden_size",), (
+            f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim")))
     kv_heads = entry.get("num_key_value_heads", heads)
     if heads % kv_heads:
         problems.append(doc.problem(path + ("num_key_value_heads",),
                                     f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"))
     src = entry.get("source")
+    if isinstance(src, dict):
+        src = "; ".join(f"{k}: {v}" for k, v in src.items())
     return Model(
         key=key,
         name=entry.get("name", key),
@@ -92,8 +94,7 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         qkv_bias=entry.get("qkv_bias", False),
         params_override=entry.get("params"),
         published_params=entry.get("published_params"),
-        source=src if isinstance(src, str) else (
-            "; ".join(f"{k}: {v}" for k, v in src.items()) if isinstance(src, dict) else f"user-supplied in {doc.file}"),
+        source=src if isinstance(src, str) else f"user-supplied in {doc.file}",
     )
 
 
@@ -104,7 +105,7 @@ class Catalog:
     hardware: dict[str, Hardware]
     models: dict[str, Model]
 
-    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model]) -> "Catalog":
+    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model]) -> Catalog:
         """This catalog with user entries added or replacing same-named ones."""
         return Catalog({**self.hardware, **hardware}, {**self.models, **models})
 
@@ -124,7 +125,7 @@ def _load_section(file: str, section: str, parse: Any) -> dict[str, Any]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def load() -> Catalog:
     """The shipped catalog, validated (every entry must carry a source)."""
     return Catalog(_load_section("hardware.yaml", "hardware", parse_hardware),
