@@ -34,8 +34,11 @@ def test_binary_gib_differs_from_decimal_gb_by_7_percent():
 
 
 @pytest.mark.parametrize("text,kind,message", [
-    ("80 GiBs", "bytes", "unknown bytes unit 'GiBs' in '80 GiBs'"),
-    ("2 TB", "bandwidth", "'2 TB' is a bytes quantity; expected a bandwidth like '2039 GB/s' or '3.35 TB/s'"),
+    ("80 GiBs", "bytes", "unknown size unit 'GiBs' in '80 GiBs'"),
+    ("2 TB", "bandwidth", "'2 TB' is a size; expected a bandwidth like '2039 GB/s' or '3.35 TB/s'"),
+    ("0 GiB", "bytes", "expected a size > 0, got '0 GiB'"),
+    ("-2 ms", "time", "expected a time > 0, got '-2 ms'"),
+    ("1e30 GiB", "bytes", "expected a size of at most 1 EB, got '1e30 GiB'"),
     ("fast", "bandwidth", "expected a bandwidth like '2039 GB/s' or '3.35 TB/s', got 'fast'"),
     ("50 parsecs", "time", "unknown time unit 'parsecs' in '50 parsecs'"),
 ])
@@ -43,6 +46,12 @@ def test_unknown_units_rejected_clearly(text, kind, message):
     with pytest.raises(units.UnitError) as err:
         units.parse(text, kind)
     assert str(err.value).startswith(message)
+
+
+def test_zero_only_where_meaningful():
+    assert units.parse("0 ms", "time", allow_zero=True) == 0.0
+    with pytest.raises(units.UnitError):
+        units.parse("0 ms", "time")
 
 
 def test_rejects_booleans_and_non_finite():

@@ -95,6 +95,11 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
 def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None) -> Claim:
     """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem."""
     doc = Document("<card>", source) if isinstance(source, dict) else load_file(source)
+    return from_document(doc, catalog)
+
+
+def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> Claim:
+    """A parsed card document -> Claim, or UserError listing every problem."""
     problems = validate(doc, "claim")
     if problems:
         raise UserError(problems)

@@ -37,6 +37,8 @@ UNITS: dict[str, dict[str, float]] = {
     "time": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
 }
 
+NOUNS = {"bytes": "size", "bandwidth": "bandwidth", "compute": "throughput", "flops": "FLOP count", "time": "time"}
+
 EXAMPLES = {
     "bytes": "'80 GiB' or '141 GB'",
     "bandwidth": "'2039 GB/s' or '3.35 TB/s'",
@@ -52,29 +54,43 @@ class UnitError(ValueError):
     """A quantity that cannot be read as the kind a field expects."""
 
 
-def parse(value: object, kind: str) -> float:
-    """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units."""
+# Beyond these a value is a typo, not hardware: 1 EB of memory, 10 PB/s, 10 EFLOP/s, a day per step.
+LIMITS = {"bytes": (1e18, "1 EB"), "bandwidth": (1e16, "10 PB/s"), "compute": (1e19, "10 EFLOP/s"),
+          "flops": (1e30, "1e30 FLOP"), "time": (86400.0, "1 day")}
+
+
+def parse(value: object, kind: str, allow_zero: bool = False) -> float:
+    """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units.
+
+    Refuses negatives, zero (unless ``allow_zero``), non-finite and absurdly large values.
+    """
+    noun = NOUNS[kind]
     if isinstance(value, bool):
-        raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got a boolean")
+        raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got a boolean")
     if isinstance(value, (int, float)):
         number = float(value)
     elif isinstance(value, str):
         match = _QUANTITY.match(value)
         if not match:
-            raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got {value!r}")
+            raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got {value!r}")
         text, unit = match.groups()
         factors = UNITS[kind]
         if unit not in factors:
             other = next((k for k, table in UNITS.items() if unit and unit in table), None)
             if other:
-                raise UnitError(f"{value!r} is a {other} quantity; expected a {kind} like {EXAMPLES[kind]}")
+                raise UnitError(f"{value!r} is a {NOUNS[other]}; expected a {noun} like {EXAMPLES[kind]}")
             known = ", ".join(u for u in factors if u) or "none"
-            raise UnitError(f"unknown {kind} unit {unit!r} in {value!r} (known: {known})")
+            raise UnitError(f"unknown {noun} unit {unit!r} in {value!r} (known: {known})")
         number = float(text) * factors[unit]
     else:
-        raise UnitError(f"expected a {kind} like {EXAMPLES[kind]}, got {type(value).__name__}")
+        raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got {type(value).__name__}")
     if not math.isfinite(number):
-        raise UnitError(f"expected a finite {kind}, got {value!r}")
+        raise UnitError(f"expected a finite {noun}, got {value!r}")
+    if number < 0 or (number == 0 and not allow_zero):
+        raise UnitError(f"expected a {noun} {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    limit, text_limit = LIMITS[kind]
+    if number > limit:
+        raise UnitError(f"expected a {noun} of at most {text_limit}, got {value!r}")
     return number
 
 

@@ -116,7 +116,7 @@ def _parse_settings(doc: Document, path: tuple[Any, ...], problems: list[Problem
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key in _QUANTITY_KINDS:
-            out[key] = catalog_mod.quantity(doc, path + (key,), _QUANTITY_KINDS[key], problems)
+            out[key] = catalog_mod.quantity(doc, path + (key,), _QUANTITY_KINDS[key], problems, allow_zero=True)
         elif key == "slo":
             out[key] = {k: catalog_mod.quantity(doc, path + ("slo", k), "time", problems) for k in value}
         elif key in ("model", "hardware"):

@@ -184,8 +184,9 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise UserError([Problem(file, path="", message=f"text is over the {MAX_BYTES // 1024} KiB limit")])
-    loader = (_TrustedLoader if trusted else _Loader)(text)
+    loader = None
     try:
+        loader = (_TrustedLoader if trusted else _Loader)(text)
         node = loader.get_single_node()
         if node is None:
             raise UserError([Problem(file, path="", message="file is empty, expected a YAML mapping")])
@@ -199,6 +200,11 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
             raise UserError([Problem(file, 1, 1, "$", (
                 f"document expands to {size:,} nodes (aliases included); the limit is {MAX_NODES:,}"))])
         data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise UserError([Problem(file, line, col, "$", (
+            f"YAML: character U+{exc.character:04X} is not allowed in YAML text"))]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
@@ -211,7 +217,8 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
     except RecursionError:
         raise UserError([Problem(file, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     doc = Document(file, data)
     _positions(node, (), doc)
     problems: list[Problem] = []

@@ -14,13 +14,14 @@ from ..specs import Hardware, Model
 from ..yamlio import Document, load_file
 
 
-def quantity(doc: Document, path: tuple[Any, ...], kind: str, problems: list[Problem]) -> float:
+def quantity(doc: Document, path: tuple[Any, ...], kind: str, problems: list[Problem],
+             allow_zero: bool = False) -> float:
     """Parse the quantity at ``path`` of ``doc`` as ``kind``; record a Problem on failure."""
     value: Any = doc.data
     for part in path:
         value = value[part]
     try:
-        return units.parse(value, kind)
+        return units.parse(value, kind, allow_zero)
     except units.UnitError as exc:
         problems.append(doc.problem(path, str(exc)))
         return float("nan")
