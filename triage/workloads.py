@@ -217,7 +217,7 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
             problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
                                                           f"(here or under defaults:)"))
         _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
-        blocks.append((_settings(merged, entry["name"], entry.get("description", "")), {}))
+        blocks.append((_settings(merged, entry["name"], entry.get("description", "")), {"_path": ("workloads", i)}))
     names = [s.name for s, _ in blocks]
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(doc.problem(("workloads",), f"workload name {name!r} is used twice"))
@@ -236,18 +236,22 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
             problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
         for phase in phases:
             blocks.append((_settings({**merged, "phase": phase, "share": grid.get("share", 0.0)}, gname,
-                                     "Cartesian sweep"), {"context": contexts, "batch": batches}))
+                                     "Cartesian sweep"), {"context": contexts, "batch": batches, "_path": ("grid",)}))
     if not blocks:
         problems.append(doc.problem((), "no workloads: give workloads: or grid:"))
     if problems:
         raise UserError(problems)
 
-    for settings, _ in blocks:
+    for settings, axes in blocks:
+        entry = doc.data
+        for part in axes["_path"]:
+            entry = entry[part]
+        where = axes["_path"] if "precision" in entry else ("defaults",)
         for hw in settings.hardware:
             try:
                 cat.hardware[hw].peak(settings.precision["compute"])
             except KeyError:
-                problems.append(doc.problem(("defaults", "precision", "compute"), (
+                problems.append(doc.problem(where + ("precision", "compute"), (
                     f"hardware {hw!r} has no dense {settings.precision['compute']} peak; it lists "
                     f"{', '.join(cat.hardware[hw].compute_flops_per_s)}")))
     if problems:
@@ -271,7 +275,7 @@ def _build(blocks: list[tuple[Settings, dict[str, Any]]], cat: catalog_mod.Catal
     for b, (s, axes) in enumerate(blocks):
         settings_list.append(s)
         combos = list(product(s.models, s.hardware))
-        if axes:
+        if "context" in axes:
             ctx, bat = np.meshgrid(np.asarray(axes["context"], float), np.asarray(axes["batch"], float),
                                    indexing="ij")
             ctx, bat = ctx.ravel(), bat.ravel()
