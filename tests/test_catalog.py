@@ -29,6 +29,19 @@ def test_parameter_count_derived_from_architecture(key, count):
     assert model.published_params == count
 
 
+@pytest.mark.parametrize("key,published,tolerance", [("mixtral-8x7b", 46_702_792_704, 0.0),
+                                                     ("deepseek-v2", 236e9, 0.01)])
+def test_moe_and_mla_catalog_models(key, published, tolerance):
+    model = CAT.models[key]
+    assert abs(model.params / published - 1) <= tolerance
+    assert model.published_params == published
+
+
+def test_deepseek_v2_caches_a_latent_per_layer():
+    # 60 layers × (512 + 64) elements: 69,120 B per token at fp16, 1/57 of multi-head KV with 128 heads
+    assert CAT.models["deepseek-v2"].kv_elements_per_token * 2 == 69_120
+
+
 def test_llama2_7b_by_hand():
     # per layer: 4·4096² (q,k,v,o) + 3·4096·11008 (gate, up, down) + 2·4096 (norms) = 202,383,360
     m = CAT.models["llama-2-7b"]

@@ -6,10 +6,11 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import CLAIMS, COURSE, ROOT
 
 import triage
 from triage.cli import main
+
+from conftest import CLAIMS, COURSE, ROOT
 
 
 @pytest.fixture

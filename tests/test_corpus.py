@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLAIMS, ROOT
 
 import triage
 from triage import cards, workloads
 from triage.errors import UserError
+
+from conftest import CLAIMS, ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
 NEG_CARDS = sorted((CORPUS / "negative" / "cards").glob("*.yaml"))

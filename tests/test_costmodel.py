@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
-from conftest import GB, GiB, MiB, card, cell
 
 import triage
 from triage import catalog, costmodel
 from triage.gaps import baseline_inputs
 from triage.specs import BYTES_PER_ELEMENT, bytes_per_element
 from triage.workloads import load as load_workloads
+
+from conftest import GB, GiB, MiB, card, cell
 
 CAT = catalog.load()
 

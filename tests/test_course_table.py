@@ -7,7 +7,6 @@ above the course's GiB-over-TB/s figures while every ratio matches.
 
 import numpy as np
 import pytest
-from conftest import CLAIMS, COURSE, GiB, cell, course_matrix
 
 import triage
 from triage import catalog, costmodel
@@ -15,6 +14,8 @@ from triage.cards import HOURS_PER_WEEK
 from triage.gaps import baseline_inputs
 from triage.specs import Hardware
 from triage.workloads import load as load_workloads
+
+from conftest import CLAIMS, COURSE, GiB, cell, course_matrix
 
 COURSE_7B = catalog.load().models["course-7b"]
 

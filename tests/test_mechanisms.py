@@ -2,11 +2,12 @@
 
 
 import pytest
-from conftest import GiB, card, cell, course_matrix
 
 import triage
 from triage import mechanisms
 from triage.resources import schema
+
+from conftest import GiB, card, cell, course_matrix
 
 COURSE_A_BYTES = 14e9 + 4096 * 524_288 + 524_288          # weights + KV read + one token written
 

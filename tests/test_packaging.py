@@ -5,6 +5,7 @@ import sys
 import zipfile
 
 import pytest
+
 from conftest import CLAIMS, ROOT
 
 

@@ -120,7 +120,12 @@ def test_times_and_bytes_finite_positive_and_savings_never_slow_the_bound(change
     assert np.all(g.speedup_implementation >= 1 - 1e-12)
 
 
-@given(fraction, st.sampled_from(MODELS), st.sampled_from(HARDWARE), st.integers(1, 64),
+# Multi-head KV attention at decode does H/H_kv FLOP per byte, far below every ridge point, so a KV saving
+# grows with context. MLA does ~250 FLOP/B: compute-bound on some chips (test_mla_decode_attention_...).
+MHA_MODELS = [k for k in MODELS if not CAT.models[k].is_mla]
+
+
+@given(fraction, st.sampled_from(MHA_MODELS), st.sampled_from(HARDWARE), st.integers(1, 64),
        st.lists(st.integers(1, 262_144), min_size=2, max_size=6, unique=True))
 def test_kv_only_saving_grows_with_context(kv, model, hw, batch, contexts):
     contexts.sort()

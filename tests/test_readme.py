@@ -4,9 +4,10 @@ import os
 import re
 
 from click.testing import CliRunner
-from conftest import ROOT
 
 from triage.cli import main
+
+from conftest import ROOT
 
 README = ROOT / "README.md"
 SECTION = re.compile(r"<!-- help: (?P<args>[^>]*?) -->\n```\n(?P<body>.*?)```\n<!-- /help -->", re.S)
@@ -21,7 +22,8 @@ def _help(args: str) -> str:
 def test_help_sections_match_the_cli():
     text = README.read_text(encoding="utf-8")
     sections = list(SECTION.finditer(text))
-    assert [m["args"] for m in sections] == ["--help", "run --help", "validate --help"]
+    assert [m["args"] for m in sections] == ["--help", "run --help", "validate --help", "schema --help",
+                                                "new --help", "catalog --help"]
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
         text = SECTION.sub(lambda m: f"<!-- help: {m['args']} -->\n```\n{_help(m['args'])}```\n<!-- /help -->", text)
         README.write_text(text, encoding="utf-8")

@@ -1,9 +1,10 @@
 """Verdicts and the decision on the shipped defaults and on hand-made cells."""
 
 import pytest
-from conftest import CLAIMS, card, cell, course_matrix
 
 import triage
+
+from conftest import CLAIMS, card, cell, course_matrix
 
 
 @pytest.fixture(scope="module")

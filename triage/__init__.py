@@ -17,12 +17,13 @@ __version__ = "0.1.0"
 __all__ = ["evaluate", "Problem", "UserError", "__version__"]
 
 
-def evaluate(card: Any, workloads: Any = None) -> Any:
+def evaluate(card: Any, workloads: Any = None, model: str | None = None) -> Any:
     """Evaluate a claim card (path or dict) over a workload matrix (path, dict or None for the default).
 
-    Returns a triage.result.Result: ``len(result)`` cells, ``result.to_dict()``
-    is exactly the JSON of ``triage run --format json``.
+    ``model`` (a catalog name or a path to a Hugging Face config.json) replaces
+    every workload's model. Returns a triage.result.Result: ``len(result)``
+    cells, ``result.to_dict()`` is exactly the JSON of ``triage run --format json``.
     """
     from .engine import evaluate as _evaluate
 
-    return _evaluate(card, workloads)
+    return _evaluate(card, workloads, model)

@@ -83,6 +83,15 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
     setting = data.get("claim", {}).get("setting", {})
     for key, table in (("model", cat.models), ("hardware", cat.hardware)):
         name = setting.get(key)
+        if key == "model" and isinstance(name, str) and name.endswith(".json"):
+            from .hfconfig import load_model
+
+            path = Path(name) if Path(name).is_absolute() else Path(doc.file).parent / name
+            try:
+                load_model(path, key=name)
+            except UserError as err:
+                problems += err.problems
+            continue
         if name is not None and name not in table:
             problems.append(doc.problem(("claim", "setting", key),
                                         f"unknown {key} {name!r}{did_you_mean(name, table)}"))

@@ -2,12 +2,15 @@
 
 Exit codes: 0 ok, 1 bad input (a user error, printed without a traceback),
 2 bad usage (click), 3 an internal error (a bug: rerun with --traceback).
+Colour only on a terminal and never with NO_COLOR set (https://no-color.org).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +19,26 @@ from typing import Any
 import click
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
+
+
+def _color() -> bool | None:
+    """False under NO_COLOR; otherwise click decides (colour only on a terminal)."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
+def _error(message: str) -> None:
+    click.echo(click.style("error:", fg="red", bold=True) + f" {message}", err=True, color=_color())
+
+
+def _info(message: str) -> None:
+    """A progress line on stderr, unless --quiet."""
+    if not click.get_current_context().find_root().params.get("quiet"):
+        click.echo(message, err=True)
+
+
+def _verbose(message: str) -> None:
+    if click.get_current_context().find_root().params.get("verbose"):
+        click.echo(message, err=True)
 
 
 def _guard(fn: Callable[..., None]) -> Callable[..., None]:
@@ -31,7 +54,7 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
             fn(*args, **kwargs)
         except UserError as err:
             for problem in err.problems:
-                click.echo(f"error: {problem}", err=True)
+                _error(str(problem))
             ctx.exit(EXIT_USER)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -52,7 +75,9 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="triage", prog_name="triage")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show the traceback of an internal error.")
-def main(show_traceback: bool) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but the output and errors.")
+@click.option("--verbose", "-v", is_flag=True, help="Also print what was read and how long each stage took.")
+def main(show_traceback: bool, quiet: bool, verbose: bool) -> None:
     """Turn an LLM-inference paper's claim into workload-aware GO / NO-GO verdicts.
 
     \b
@@ -60,6 +85,10 @@ def main(show_traceback: bool) -> None:
       triage run claims/kv2x.yaml
       triage run claims/kv2x.yaml --workloads my-matrix.yaml -o memo.md
       triage validate claims/*.yaml
+      triage new --direction cache --id my-paper
+      triage catalog models
+
+    Exit codes: 0 ok, 1 bad input, 2 bad usage, 3 internal error.
     """
 
 
@@ -67,32 +96,44 @@ def main(show_traceback: bool) -> None:
 @click.argument("card", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--workloads", "-w", "workloads", type=click.Path(dir_okay=False, path_type=Path),
               help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b64 / prefill-2k).")
+@click.option("--model", "-m", "model", metavar="NAME|CONFIG.json",
+              help="Replace every workload's model: a catalog name or a local Hugging Face config.json.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Write here (atomically) instead of standard output.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md (the decision memo) or json; default from the -o suffix, else md.")
+@click.option("--brief", is_flag=True, help="A one-page reading-group brief instead of the memo.")
 @click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")
 @_guard
-def run(card: Path, workloads: Path | None, output: Path | None, fmt: str | None, force: bool) -> None:
+def run(card: Path, workloads: Path | None, model: str | None, output: Path | None, fmt: str | None,
+        brief: bool, force: bool) -> None:
     """Evaluate CARD over the workload matrix and print the decision memo.
 
     \b
     Example:
       triage run claims/kv2x.yaml
       triage run claims/kv2x.yaml -o memo.json
+      triage run claims/kv2x.yaml --model ./Meta-Llama-3-8B/config.json
+      triage run claims/kv2x.yaml --brief
     """
     from .engine import evaluate
     from .memo import RENDERERS
     from .output import write_atomic
 
-    fmt = fmt or ("json" if output is not None and output.suffix == ".json" else "md")
-    result = evaluate(card, workloads)
+    if brief and fmt == "json":
+        raise click.UsageError("--brief is Markdown: drop --format json")
+    fmt = "brief" if brief else fmt or ("json" if output is not None and output.suffix == ".json" else "md")
+    start = time.perf_counter()
+    result = evaluate(card, workloads, model)
+    evaluated = time.perf_counter()
     text = RENDERERS[fmt](result)
+    _verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
+             f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")
     if output is None:
         click.echo(text, nl=False)
     else:
         write_atomic(output, text, inputs=tuple(p for p in (card, workloads) if p is not None), force=force)
-        click.echo(f"wrote {output} ({len(result)} cells, decision {result.decision()['verdict']})", err=True)
+        _info(f"wrote {output} ({len(result)} cells, decision {result.decision()['verdict']})")
 
 
 @main.command()
@@ -132,9 +173,134 @@ def validate(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str
         click.echo(json.dumps([p.to_dict() for p in problems], indent=2))
     else:
         for problem in problems:
-            click.echo(f"error: {problem}", err=True)
+            _error(str(problem))
         n = len(cards) + len(workload_files)
         if not problems:
-            click.echo(f"{n} file{'s' if n != 1 else ''} valid", err=True)
+            _info(f"{n} file{'s' if n != 1 else ''} valid")
     if problems:
         sys.exit(EXIT_USER)
+
+
+@main.command()
+@click.argument("name", type=click.Choice(["claim", "workloads"]), default="claim")
+@_guard
+def schema(name: str) -> None:
+    """Print the JSON Schema of claim cards (or of workload files).
+
+    \b
+    Example:
+      triage schema > claim.schema.json
+      triage schema workloads
+    """
+    from .resources import resource_dir
+
+    click.echo((resource_dir("schemas") / f"{name}.schema.json").read_text(encoding="utf-8"), nl=False)
+
+
+@main.command()
+@click.option("--direction", "-d", required=True,
+              type=click.Choice(["attention", "cache", "weights", "decoding", "system"]),
+              help="Which of the course's five directions the paper moves.")
+@click.option("--id", "card_id", required=True, help="The card's id, lowercase (also its file name).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write it (default: claims/ID.yaml).")
+@_guard
+def new(direction: str, card_id: str, output: Path | None) -> None:
+    """Write a commented claim card for a paper; never overwrites.
+
+    \b
+    Example:
+      triage new --direction cache --id kivi
+      triage new -d weights --id awq -o cards/awq.yaml
+    """
+    import re
+
+    from .errors import Problem, UserError
+    from .scaffold import card_text
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._+-]*", card_id):
+        raise UserError([Problem("--id", path="", message=(
+            f"{card_id!r} is not a card id: lowercase letters, digits, '.', '_', '+', '-'"))])
+    target = output or Path("claims") / f"{card_id}.yaml"
+    if target.exists():
+        raise UserError([Problem(str(target), path="", message="exists: triage new never overwrites a card")])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with target.open("x", encoding="utf-8") as fh:
+            fh.write(card_text(card_id, direction).replace("../schemas/", _schema_prefix(target)))
+    except FileExistsError:
+        raise UserError([Problem(str(target), path="", message="exists: triage new never overwrites a card")]) \
+            from None
+    _info(f"wrote {target}: fill in the TODOs, then `triage validate {target}`")
+
+
+def _schema_prefix(card: Path) -> str:
+    """Relative path from a new card to this checkout's schemas/, else the installed copy."""
+    from .resources import resource_dir
+
+    schemas = resource_dir("schemas").resolve()
+    try:
+        return os.path.relpath(schemas, card.resolve().parent) + "/"
+    except ValueError:
+        return schemas.as_uri() + "/"
+
+
+@main.group()
+def catalog() -> None:
+    """Browse the shipped hardware, models and workloads; import a Hugging Face config.json.
+
+    \b
+    Example:
+      triage catalog hardware
+      triage catalog models --format json
+      triage catalog import ./Meta-Llama-3-8B/config.json --name llama-3-8b-local
+    """
+
+
+def _section(section: str) -> Any:
+    @catalog.command(name=section, help=f"The shipped {section}, with derived figures and sources.")
+    @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
+                  help="md (a table) or json.")
+    @_guard
+    def show(fmt: str) -> None:
+        from .catalog_view import render
+
+        click.echo(render(section, fmt), nl=False)
+
+    return show
+
+
+for _name in ("hardware", "models", "workloads"):
+    _section(_name)
+
+
+@catalog.command(name="import")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--name", "key", required=True, help="The model's name in the catalog.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a workload file holding the entry (atomically) instead of printing it.")
+@click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")
+@_guard
+def import_config(config: Path, key: str, output: Path | None, force: bool) -> None:
+    """Turn a local Hugging Face config.json into a catalog model entry (YAML).
+
+    \b
+    Example:
+      triage catalog import ./Mixtral-8x7B-v0.1/config.json --name mixtral
+      triage catalog import config.json --name mine -o my-models.yaml
+    """
+    import yaml
+
+    from .hfconfig import load_model, read_config, to_entry
+    from .output import write_atomic
+
+    entry = to_entry(read_config(config), str(config))
+    model = load_model(config, key=key)          # validates it as the catalog would
+    header = (f"# triage workload file: model {key!r} from {config}\n"
+              f"# {model.params:,.0f} parameters, {model.kv_elements_per_token:,.0f} KV elements per token\n")
+    text = header + yaml.safe_dump({"models": {key: entry}}, sort_keys=False, allow_unicode=True, width=100)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(output, text, inputs=(config,), force=force)
+        _info(f"wrote {output}")

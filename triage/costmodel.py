@@ -41,11 +41,17 @@ class StepInputs:
     context: np.ndarray
     layers: np.ndarray
     heads: np.ndarray
-    head_dim: np.ndarray
     hidden: np.ndarray
-    intermediate: np.ndarray
+    intermediate: np.ndarray         # MLP width a token passes through
     vocab: np.ndarray
     kv_elements_per_token: np.ndarray
+    pair_flops_decode: np.ndarray    # attention FLOPs per query-key pair, all layers
+    pair_flops_prefill: np.ndarray
+    window: np.ndarray               # sliding window in tokens (inf: none)
+    window_fraction: np.ndarray      # fraction of layers that use it
+    experts: np.ndarray              # routed experts per MoE layer (0: dense)
+    experts_per_token: np.ndarray
+    routed_expert_params: np.ndarray
     body_params: np.ndarray
     lm_head_params: np.ndarray
     embedding_params: np.ndarray
@@ -106,9 +112,29 @@ def tokens_per_step(x: StepInputs) -> np.ndarray:
     return by_phase(x.decode, lambda: x.batch, lambda: x.batch * x.context)
 
 
-def causal_pairs(prompt: np.ndarray) -> np.ndarray:
-    """Query-key pairs of causal attention over P tokens: Σ_{i=1..P} i = P(P+1)/2."""
-    return prompt * (prompt + 1.0) / 2.0
+def causal_pairs(prompt: np.ndarray, window: Any = np.inf) -> np.ndarray:
+    """Query-key pairs of causal attention over P tokens, query i seeing min(i, W) keys.
+
+    Σ_{i=1..P} min(i, W) = W'(W'+1)/2 + (P − W')·W' with W' = min(P, W); P(P+1)/2 without a window.
+    """
+    w = np.minimum(prompt, window)
+    return w * (w + 1.0) / 2.0 + (prompt - w) * w
+
+
+def attended_tokens(context: np.ndarray, window: Any, fraction: Any) -> np.ndarray:
+    """KV tokens one decode step attends, averaged over layers: (1−f)·T + f·min(T, W) (Mistral's rolling cache)."""
+    return (1.0 - fraction) * context + fraction * np.minimum(context, window)
+
+
+def experts_touched_fraction(tokens: np.ndarray, experts: Any, top_k: Any) -> np.ndarray:
+    """Expected share of a layer's E routed experts hit by ``tokens`` tokens each routed to k of them.
+
+    With uniform routing an expert is missed by one token with probability 1 − k/E,
+    so the expected distinct experts are E·(1 − (1 − k/E)^tokens): a batch of 1 reads
+    k experts, a large batch reads them all (the bytes of an MoE step grow with batch).
+    """
+    share = np.divide(top_k, np.maximum(experts, 1.0))
+    return 1.0 - (1.0 - share) ** tokens
 
 
 def attention_score_bytes(batch: Any, heads: Any, queries: Any, keys: Any, act_bpe: Any) -> Any:
@@ -117,17 +143,25 @@ def attention_score_bytes(batch: Any, heads: Any, queries: Any, keys: Any, act_b
 
 
 def step_cost(x: StepInputs) -> StepCost:
-    """FLOPs and bytes per group for decode (M=B GEMV + KV read) and prefill (M=B·P GEMM, causal)."""
+    """FLOPs and bytes per group for decode (M=B GEMV + KV read) and prefill (M=B·P GEMM, causal).
+
+    Attention FLOPs are 2·H·(d_qk + d_v) per query-key pair and layer: 4·L·H·d·T·B at decode.
+    """
     shape = x.batch.shape
     tokens = tokens_per_step(x)
-    lin_f = (2.0 * x.body_params * x.linear_flops_mult) * tokens
-    lin_b = x.body_params * x.weight_read_bpe
+    # linear layers: the dense body once per step; of the routed experts, those the step's tokens touch
+    active = x.body_params + x.routed_expert_params * np.divide(x.experts_per_token, np.maximum(x.experts, 1.0))
+    lin_f = (2.0 * active * x.linear_flops_mult) * tokens
+    touched = x.routed_expert_params * experts_touched_fraction(tokens, x.experts, x.experts_per_token)
+    lin_b = (x.body_params + touched) * x.weight_read_bpe
 
     # attention: decode reads T_read tokens of KV per sequence and writes one;
-    # prefill attends causally and writes the prompt's KV.
-    mac = 4.0 * x.layers * x.heads * x.head_dim * x.attention_flops_mult   # 2 FLOP per MAC, QK^T and PV
+    # prefill attends causally (within the window on sliding layers) and writes the prompt's KV.
     kv_row = x.kv_elements_per_token
-    att_f = mac * by_phase(x.decode, lambda: x.batch * x.kv_read_tokens, lambda: x.batch * causal_pairs(x.context))
+    att_f = x.attention_flops_mult * by_phase(
+        x.decode, lambda: x.pair_flops_decode * x.batch * x.kv_read_tokens,
+        lambda: x.pair_flops_prefill * x.batch * ((1.0 - x.window_fraction) * causal_pairs(x.context)
+                                                  + x.window_fraction * causal_pairs(x.context, x.window)))
     att_b = by_phase(x.decode,
                      lambda: x.batch * (x.kv_read_tokens * (kv_row * x.kv_read_bpe) + kv_row * x.kv_stored_bpe),
                      lambda: x.batch * x.kv_stored_tokens * (kv_row * x.kv_stored_bpe))

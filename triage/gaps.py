@@ -11,14 +11,27 @@ end-to-end      plus fixed per-step overhead, with capacity: where the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import mechanisms
 from .cards import Claim
-from .costmodel import GROUPS, Memory, StepCost, StepInputs, at, compute_bound_time, memory, step_cost, step_time
-from .workloads import Matrix, peak_flops, precision_bytes
+from .costmodel import (
+    GROUPS,
+    Memory,
+    StepCost,
+    StepInputs,
+    at,
+    attended_tokens,
+    compute_bound_time,
+    memory,
+    step_cost,
+    step_time,
+)
+from .specs import Model
+from .workloads import Matrix, compact, peak_flops, precision_bytes
 
 
 @dataclass
@@ -56,20 +69,31 @@ def baseline_inputs(m: Matrix) -> StepInputs:
     def model(attr: str) -> np.ndarray:
         return np.nan_to_num(m.column(attr, "models"), nan=0.0)
 
+    def per_model(fn: Callable[[Model], float]) -> np.ndarray:
+        return compact(np.array([fn(mod) for mod in m.models], dtype=float), m.model_idx)
+
     w_bpe = precision_bytes(m, "weights")
     kv_bpe = precision_bytes(m, "kv")
     eager = np.array([s.attention == "eager" for s in m.blocks])
     eager = np.asarray(eager[0]) if eager.all() or not eager.any() else eager[m.block_idx]
+    window = per_model(lambda mod: float(mod.sliding_window) if mod.sliding_window else np.inf)
+    fraction = model("window_fraction")
+    attended = attended_tokens(m.context, window, fraction)
     return StepInputs(
         decode=m.decode, batch=m.batch, context=m.context,
-        layers=model("num_hidden_layers"), heads=model("num_attention_heads"), head_dim=model("head_dim"),
-        hidden=model("hidden_size"), intermediate=model("intermediate_size"), vocab=model("vocab_size"),
-        kv_elements_per_token=model("kv_elements_per_token"), body_params=model("body_params"),
+        layers=model("num_hidden_layers"), heads=model("num_attention_heads"),
+        hidden=model("hidden_size"), intermediate=model("active_intermediate"), vocab=model("vocab_size"),
+        kv_elements_per_token=model("kv_elements_per_token"),
+        pair_flops_decode=per_model(lambda mod: mod.attention_flops_per_pair(decode=True)),
+        pair_flops_prefill=per_model(lambda mod: mod.attention_flops_per_pair(decode=False)),
+        window=window, window_fraction=fraction,
+        experts=model("num_experts"), experts_per_token=model("num_experts_per_tok"),
+        routed_expert_params=model("routed_expert_params"), body_params=model("body_params"),
         lm_head_params=model("lm_head_params"), embedding_params=model("embedding_params"),
         stored_params=model("params"),
         weight_read_bpe=w_bpe, weight_stored_bpe=w_bpe, kv_read_bpe=kv_bpe, kv_stored_bpe=kv_bpe,
         act_bpe=precision_bytes(m, "activations"),
-        kv_read_tokens=m.context, kv_stored_tokens=m.context,
+        kv_read_tokens=attended, kv_stored_tokens=attended,
         linear_flops_mult=np.asarray(1.0), attention_flops_mult=np.asarray(1.0), eager=eager,
     )
 

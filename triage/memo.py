@@ -14,6 +14,7 @@ from .result import Result
 
 MAX_MEMO_CELLS = 200   # a memo lists at most this many cells; the JSON always has all of them
 MARKER = "<!-- triage decision memo"
+BRIEF_MARKER = "<!-- triage reading-group brief"
 
 
 def _group_view(cell: dict[str, Any], side: str) -> list[dict[str, Any]]:
@@ -99,6 +100,33 @@ def _bytecode_cache() -> Any:
     return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
 
 
+def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
+    """The three questions to ask the authors, with what the card already answers."""
+    claim = d["claim"]
+    setting = claim["claim"].get("setting", {})
+    quality = claim["quality"]
+    return [
+        {"question": "At what batch size and sequence lengths was the headline number measured, and against "
+                     "which baseline?",
+         "answer": (f"batch {setting['batch']}, context {setting['context']:,}" if "batch" in setting
+                    and "context" in setting else "not stated")
+                   + (f"; baseline: {claim['claim']['baseline']}" if claim["claim"].get("baseline") else "")},
+        {"question": "Does a kernel read the new format in place, at what fraction of the baseline's bandwidth?",
+         "answer": ("yes, at " + units.fmt_percent(claim["implementation"]["bandwidth_efficiency"], 0)
+                    if claim["implementation"]["kernel"] else "no: the saving is storage only")},
+        {"question": "Does quality hold on long-context retrieval (needle-in-a-haystack), not only on average?",
+         "answer": ("tested" if quality["long_context_tested"] else "not tested")
+                   + (f"; {units.fmt_percent(quality['retained'])} retained" if quality["retained"] is not None
+                      else "; no quality figure")},
+    ]
+
+
+def render_brief(result: Result) -> str:
+    """The one-page reading-group brief."""
+    ctx = {**context(result), "marker": BRIEF_MARKER}
+    return _env().get_template("brief.md.j2").render(questions=_questions(ctx["d"]), **ctx)
+
+
 def _env() -> Any:
     import jinja2  # heavy: only when a memo is rendered
 
@@ -130,4 +158,4 @@ def render_json(result: Result) -> str:
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json}
+RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json, "brief": render_brief}

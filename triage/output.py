@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import Problem, UserError
 
-_SIGNATURES = ("<!-- triage decision memo", '{\n  "version":')
+_SIGNATURES = ("<!-- triage ", '{\n  "version":', "# triage workload file")
 
 
 def _ours(path: Path) -> bool:

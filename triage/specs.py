@@ -47,7 +47,7 @@ class Hardware:
 
 @dataclass(frozen=True)
 class Model:
-    """A dense decoder-only transformer, in Hugging Face config.json terms.
+    """A decoder-only transformer in Hugging Face config.json terms: dense, MoE, MLA, sliding window.
 
     ``params`` overrides the derived count; given without ``vocab_size`` every
     parameter is a body weight read once per decode step (the course's 7B).
@@ -65,9 +65,37 @@ class Model:
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     qkv_bias: bool = False
+    # mixture of experts (Mixtral, Qwen-MoE, DeepSeek): routed experts per MoE layer
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int | None = None      # per routed expert (Mixtral: intermediate_size)
+    shared_expert_intermediate_size: int = 0       # always-on shared experts, summed
+    first_k_dense_replace: int = 0                 # leading layers with a dense MLP
+    # multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # sliding-window attention (Mistral v0.1, Gemma 2)
+    sliding_window: int | None = None
+    sliding_window_layers: int | None = None       # layers that use the window (default: all)
     params_override: float | None = None
     published_params: float | None = None
     source: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @cached_property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is routed experts."""
+        return self.num_hidden_layers - self.first_k_dense_replace if self.is_moe else 0
 
     @cached_property
     def embedding_params(self) -> float:
@@ -80,33 +108,108 @@ class Model:
         return self.embedding_params
 
     @cached_property
-    def layer_params(self) -> float:
-        """One block: q,o (h·H·d each), k,v (h·H_kv·d each), biases, gated MLP 3·h·I, two norms."""
-        h, d = self.hidden_size, self.head_dim
-        q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
+    def attention_params(self) -> float:
+        """One layer's attention projections.
+
+        Standard: q,o h·H·d each, k,v h·H_kv·d each, plus biases. MLA (DeepSeek-V2
+        §2.1): q down/up (or one q projection), a joint KV down-projection to
+        kv_lora_rank plus the decoupled RoPE key, K/V up-projections, o, and two
+        low-rank norms.
+        """
+        h, heads = self.hidden_size, self.num_attention_heads
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            kv_lora = self.kv_lora_rank or 0
+            q = (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * heads * qk
+                 if self.q_lora_rank else h * heads * qk)
+            kv = h * (kv_lora + self.qk_rope_head_dim) + kv_lora + kv_lora * heads * (self.qk_nope_head_dim
+                                                                                       + self.v_head_dim)
+            return float(q + kv + heads * self.v_head_dim * h)
+        d = self.head_dim
+        q, kv = heads * d, self.num_key_value_heads * d
         attn = h * q + 2 * h * kv + q * h
         if self.attention_bias:
             attn += q + 2 * kv + h
         elif self.qkv_bias:
             attn += q + 2 * kv
-        mlp = 3 * h * (self.intermediate_size or 0)
-        return float(attn + mlp + 2 * h)
+        return float(attn)
+
+    @cached_property
+    def expert_params(self) -> float:
+        """One routed expert of one layer: a gated MLP, 3·h·I_expert."""
+        return float(3 * self.hidden_size * (self.moe_intermediate_size or self.intermediate_size or 0))
+
+    @cached_property
+    def routed_expert_params(self) -> float:
+        """All routed experts of all MoE layers: stored, but a step reads only those its tokens touch."""
+        return self.moe_layers * self.num_experts * self.expert_params
+
+    @cached_property
+    def layer_params(self) -> float:
+        """A dense layer: attention, gated MLP 3·h·I, two norms."""
+        return self.attention_params + 3.0 * self.hidden_size * (self.intermediate_size or 0) + 2 * self.hidden_size
+
+    @cached_property
+    def moe_layer_params(self) -> float:
+        """An MoE layer without its routed experts: attention, shared experts, router h·E, two norms."""
+        h = self.hidden_size
+        return self.attention_params + 3.0 * h * self.shared_expert_intermediate_size + h * self.num_experts + 2 * h
 
     @cached_property
     def params(self) -> float:
-        """Total stored parameters: blocks, final norm, embedding, untied LM head."""
+        """Total stored parameters: blocks, routed experts, final norm, embedding, untied LM head."""
         if self.params_override is not None:
             return float(self.params_override)
         head = 0.0 if self.tie_word_embeddings else self.lm_head_params
-        return self.num_hidden_layers * self.layer_params + self.hidden_size + self.embedding_params + head
+        dense_layers = self.num_hidden_layers - self.moe_layers
+        return (dense_layers * self.layer_params + self.moe_layers * self.moe_layer_params
+                + self.routed_expert_params + self.hidden_size + self.embedding_params + head)
 
     @cached_property
     def body_params(self) -> float:
-        """Weights every decode step reads once, shared by the batch: all but embedding and LM head."""
+        """Weights every decode step reads once, shared by the batch: all but routed experts, embedding, head."""
         head = 0.0 if self.tie_word_embeddings else self.lm_head_params
-        return self.params - self.embedding_params - head
+        return self.params - self.routed_expert_params - self.embedding_params - head
+
+    @cached_property
+    def active_params(self) -> float:
+        """Parameters one token uses: body, its top-k experts per MoE layer, the LM head."""
+        routed = self.routed_expert_params * self.num_experts_per_tok / self.num_experts if self.is_moe else 0.0
+        return self.body_params + routed + self.lm_head_params
+
+    @cached_property
+    def active_intermediate(self) -> float:
+        """MLP width one token passes through (for activation memory)."""
+        if self.is_moe:
+            return float(self.num_experts_per_tok * (self.moe_intermediate_size or self.intermediate_size or 0)
+                         + self.shared_expert_intermediate_size)
+        return float(self.intermediate_size or 0)
 
     @cached_property
     def kv_elements_per_token(self) -> float:
-        """2·L·H_kv·d_head: one K and one V vector per layer (course §4.2)."""
+        """KV cache elements per token: 2·L·H_kv·d (course §4.2); MLA caches L·(d_c + d_rope), shared by heads."""
+        if self.is_mla:
+            return float(self.num_hidden_layers * ((self.kv_lora_rank or 0) + self.qk_rope_head_dim))
         return 2.0 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim
+
+    def attention_flops_per_pair(self, decode: bool) -> float:
+        """FLOPs per query-key pair, all layers: 2·H·(d_qk + d_v)·L (4·L·H·d for standard attention).
+
+        MLA decodes with the up-projections absorbed (scores over d_c + d_rope,
+        values in d_c) and prefills unabsorbed (d_nope + d_rope, d_v) — DeepSeek-V2 §2.1.3.
+        """
+        heads, layers = self.num_attention_heads, self.num_hidden_layers
+        if self.is_mla:
+            c = self.kv_lora_rank or 0
+            dims = (c + self.qk_rope_head_dim + c) if decode else (
+                self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+            return 2.0 * heads * dims * layers
+        return 4.0 * heads * self.head_dim * layers
+
+    @cached_property
+    def window_fraction(self) -> float:
+        """Fraction of layers that attend within the sliding window."""
+        if not self.sliding_window:
+            return 0.0
+        layers = self.sliding_window_layers if self.sliding_window_layers is not None else self.num_hidden_layers
+        return layers / self.num_hidden_layers

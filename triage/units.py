@@ -94,12 +94,12 @@ def parse(value: object, kind: str, allow_zero: bool = False) -> float:
     return number
 
 
-def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int) -> str:
+def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int, spec: str = "f") -> str:
     for factor, prefix in steps:
         if abs(value) >= factor:
-            return f"{value / factor:.{digits}f} {prefix}{unit}"
+            return f"{value / factor:.{digits}{spec}} {prefix}{unit}"
     factor, prefix = steps[-1]
-    return f"{value / factor:.{digits}f} {prefix}{unit}"
+    return f"{value / factor:.{digits}{spec}} {prefix}{unit}"
 
 
 _DEC_STEPS = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
@@ -117,14 +117,14 @@ def fmt_gib(n: float, digits: int = 2) -> str:
     return _scaled(n, "B", steps, digits)
 
 
-def fmt_bandwidth(bps: float, digits: int = 3) -> str:
-    """'2.039 TB/s'."""
-    return _scaled(bps, "B/s", _DEC_STEPS, digits)
+def fmt_bandwidth(bps: float) -> str:
+    """Four significant digits: '2.039 TB/s', '864 GB/s'."""
+    return _scaled(bps, "B/s", _DEC_STEPS, 4, "g")
 
 
-def fmt_compute(fps: float, digits: int = 1, ops: bool = False) -> str:
-    """'989.4 TFLOP/s' ('624.0 TOP/s' for integer ops)."""
-    return _scaled(fps, "OP/s" if ops else "FLOP/s", _DEC_STEPS, digits)
+def fmt_compute(fps: float, ops: bool = False) -> str:
+    """Four significant digits: '989.4 TFLOP/s', '2.25 PFLOP/s' ('624 TOP/s' for integer ops)."""
+    return _scaled(fps, "OP/s" if ops else "FLOP/s", _DEC_STEPS, 4, "g")
 
 
 def fmt_flops(f: float) -> str:

@@ -189,8 +189,32 @@ def _open(source: str | Path | dict[str, Any] | None) -> Document | None:
     return load_file(source)
 
 
-def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None) -> Matrix:
-    """Resolve a workload file (path or parsed dict; None for the shipped default) into a Matrix."""
+def _config_models(names: set[str], base: Path) -> dict[str, Model]:
+    """Models named by a path to a Hugging Face config.json, relative to ``base``."""
+    from .hfconfig import is_config_path, load_model
+
+    out = {}
+    for name in sorted(n for n in names if is_config_path(n)):
+        path = Path(name) if Path(name).is_absolute() else base / name
+        out[name] = load_model(path, key=name)
+    return out
+
+
+def _model_names(data: dict[str, Any]) -> set[str]:
+    """Every model name a workload document mentions (defaults, workloads, grid)."""
+    names: set[str] = set()
+    for section in [data.get("defaults", {}), *data.get("workloads", []), data.get("grid", {})]:
+        value = section.get("model", ())
+        names.update([value] if isinstance(value, str) else value)
+    return names
+
+
+def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None,
+         model: str | None = None) -> Matrix:
+    """Resolve a workload file (path or parsed dict; None for the shipped default) into a Matrix.
+
+    ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
+    """
     cat = catalog or catalog_mod.load()
     base_doc = load_file(catalog_mod.default_workloads_path(), "triage/catalog/workloads.yaml", trusted=True)
     user_doc = _open(source)
@@ -202,17 +226,26 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
     hardware = {k: catalog_mod.parse_hardware(doc, ("hardware", k), k, problems)
                 for k in doc.data.get("hardware", {})}
     models = {k: catalog_mod.parse_model(doc, ("models", k), k, problems) for k in doc.data.get("models", {})}
+    base_dir = Path(doc.file).parent if user_doc is not None and not isinstance(source, dict) else Path(".")
+    models.update(_config_models(_model_names(doc.data) - set(models), base_dir))
+    if model is not None:
+        if model.endswith(".json"):
+            models.update(_config_models({model}, Path(".")))
+        elif model not in cat.models and model not in models:
+            raise UserError([Problem("--model", path="", message=(
+                f"unknown model {model!r}{did_you_mean(model, [*cat.models, *models])}"))])
     cat = cat.merged(hardware, models)
 
     base_defaults = _parse_settings(base_doc, ("defaults",), problems)
     user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}
     defaults = _merge(base_defaults, user_defaults)
     inherited = {k: ("defaults", k) for k in ("model", "hardware") if k in user_defaults or user_doc is None}
+    override = {"model": (model,)} if model is not None else {}
 
     blocks: list[tuple[Settings, dict[str, Any]]] = []
     for i, entry in enumerate(doc.data.get("workloads", [])):
         layer = _parse_settings(doc, ("workloads", i), problems)
-        merged = _merge(defaults, layer)
+        merged = _merge(defaults, layer, override)
         if "context" not in merged:
             problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
                                                           f"(here or under defaults:)"))
@@ -224,7 +257,7 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
 
     grid = doc.data.get("grid")
     if grid:
-        merged = _merge(defaults, {k: tuple(grid[k]) for k in ("model", "hardware") if k in grid})
+        merged = _merge(defaults, {k: tuple(grid[k]) for k in ("model", "hardware") if k in grid}, override)
         _check_names(doc, ("grid",), grid, merged, inherited, cat, problems)
         phases = grid.get("phase", [merged.get("phase", "decode")])
         contexts = grid.get("context", [merged["context"]] if "context" in merged else [])

@@ -77,6 +77,15 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
     if heads % kv_heads:
         problems.append(doc.problem(path + ("num_key_value_heads",),
                                     f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"))
+    experts, top_k = entry.get("num_experts", 0), entry.get("num_experts_per_tok")
+    if experts and not (top_k and top_k <= experts):
+        problems.append(doc.problem(path, f"model {key!r} has {experts} experts: num_experts_per_tok must be "
+                                          f"between 1 and {experts}"))
+    if "kv_lora_rank" in entry:
+        problems += [doc.problem(path, f"model {key!r} uses MLA (kv_lora_rank): it needs {k!r}")
+                     for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if k not in entry]
+    if entry.get("sliding_window_layers", 0) > entry["num_hidden_layers"]:
+        problems.append(doc.problem(path + ("sliding_window_layers",), "more sliding-window layers than layers"))
     src = entry.get("source")
     if isinstance(src, dict):
         src = "; ".join(f"{k}: {v}" for k, v in src.items())
@@ -93,6 +102,18 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         tie_word_embeddings=entry.get("tie_word_embeddings", False),
         attention_bias=entry.get("attention_bias", False),
         qkv_bias=entry.get("qkv_bias", False),
+        num_experts=entry.get("num_experts", 0),
+        num_experts_per_tok=entry.get("num_experts_per_tok", 0) if entry.get("num_experts") else 0,
+        moe_intermediate_size=entry.get("moe_intermediate_size"),
+        shared_expert_intermediate_size=entry.get("shared_expert_intermediate_size", 0),
+        first_k_dense_replace=entry.get("first_k_dense_replace", 0),
+        q_lora_rank=entry.get("q_lora_rank"),
+        kv_lora_rank=entry.get("kv_lora_rank"),
+        qk_rope_head_dim=entry.get("qk_rope_head_dim", 0),
+        qk_nope_head_dim=entry.get("qk_nope_head_dim", 0),
+        v_head_dim=entry.get("v_head_dim", 0),
+        sliding_window=entry.get("sliding_window"),
+        sliding_window_layers=entry.get("sliding_window_layers"),
         params_override=entry.get("params"),
         published_params=entry.get("published_params"),
         source=src if isinstance(src, str) else f"user-supplied in {doc.file}",
