@@ -86,15 +86,24 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
         if key == "model" and isinstance(name, str) and name.endswith(".json"):
             from .hfconfig import load_model
 
-            path = Path(name) if Path(name).is_absolute() else Path(doc.file).parent / name
+            config = Path(name) if Path(name).is_absolute() else Path(doc.file).parent / name
             try:
-                load_model(path, key=name)
+                load_model(config, key=name)
             except UserError as err:
                 problems += err.problems
             continue
         if name is not None and name not in table:
             problems.append(doc.problem(("claim", "setting", key),
                                         f"unknown {key} {name!r}{did_you_mean(name, table)}"))
+    change = data.get("change", {})
+    named = [(("change", "distill_to"), change.get("distill_to")),
+             (("change", "speculative", "draft_model"), change.get("speculative", {}).get("draft_model"))]
+    for where, name in named:
+        if name is not None and name not in cat.models:
+            problems.append(doc.problem(where, f"unknown model {name!r}{did_you_mean(name, cat.models)}"))
+    spec = change.get("speculative")
+    if spec is not None and ("draft_model" in spec) == ("draft_cost" in spec):
+        problems.append(doc.problem(("change", "speculative"), "give a draft_model or a draft_cost (not both)"))
     claim = data.get("claim", {})
     if "speedup" in claim and "metric" not in claim:
         problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))

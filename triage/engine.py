@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import cards, catalog, gaps, verdict, workloads
+from . import cards, catalog, gaps, papercheck, verdict, workloads
 from .result import Result
 
 
@@ -21,6 +21,6 @@ def evaluate(card: str | Path | dict[str, Any] | cards.Claim,
     cat = catalog.load()
     claim = card if isinstance(card, cards.Claim) else cards.load(card, cat)
     matrix = workloads_ if isinstance(workloads_, workloads.Matrix) else workloads.load(workloads_, cat, model=model)
-    g = gaps.compute(matrix, claim)
+    g = gaps.compute(matrix, claim, cat.models)
     v = verdict.decide(matrix, claim, g)
-    return Result(claim, matrix, g, v)
+    return Result(claim, matrix, g, v, papercheck.check(claim, cat))

@@ -72,6 +72,9 @@ def _sliding(cfg: dict[str, Any], layers: int) -> tuple[int | None, int | None]:
 def to_entry(cfg: dict[str, Any], file: str, name: str | None = None) -> dict[str, Any]:
     """A catalog model entry (the workload schema's model keys) from a config dict; UserError names missing keys."""
     kind = str(cfg.get("model_type", "unknown"))
+    if kind == "opt":                        # OPT names its MLP width ffn_dim and has no head_dim
+        cfg = {**cfg, "intermediate_size": cfg.get("ffn_dim"),
+               "tie_word_embeddings": cfg.get("tie_word_embeddings", True)}
     missing = [k for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if k not in cfg]
     experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 0
     if not experts and "intermediate_size" not in cfg:
@@ -101,8 +104,11 @@ def to_entry(cfg: dict[str, Any], file: str, name: str | None = None) -> dict[st
         entry["intermediate_size"] = int(cfg["intermediate_size"])
     if kind in _QKV_BIAS:
         entry["qkv_bias"] = True
-    elif cfg.get("attention_bias"):
+    elif cfg.get("attention_bias") or kind == "opt":
         entry["attention_bias"] = True
+    if kind == "opt":
+        entry.update(gated_mlp=False, mlp_bias=True, norm_bias=True,
+                     position_embeddings=int(cfg.get("max_position_embeddings", 2048)) + 2)
     if experts:
         entry["num_experts"] = int(experts)
         entry["num_experts_per_tok"] = int(cfg["num_experts_per_tok"])

@@ -1,12 +1,16 @@
 """How each kind of change in a card alters the cost model's inputs: one small function each.
 
-A mechanism maps (baseline StepInputs, the card's value) to the claim's
-StepInputs. It declares the operator groups whose kernels it changes, so the
-card's implementation efficiencies apply there and nowhere else.
+A mechanism maps (baseline StepInputs, the card's value, a context) to the
+claim's StepInputs. It declares the operator groups whose kernels it changes,
+so the card's implementation efficiencies apply there and nowhere else, and
+the fields that keep their baseline value when no kernel reads the new format
+(implementation.kernel: false). Speculative decoding changes the step itself
+and is priced in gaps.py with the plan this module gives.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,72 +19,287 @@ import numpy as np
 
 from .costmodel import StepInputs
 
+FORMAT_READS = ("kv_read_bpe", "weight_read_bpe", "head_read_bpe")
 
-def kv_bytes(x: StepInputs, m: float) -> StepInputs:
-    """KV bytes per token × m, read and stored (KV quantization, low rank, fewer KV heads)."""
+
+@dataclass(frozen=True)
+class Context:
+    """What a mechanism may look up: the whole change, and another model's inputs on the same cells."""
+
+    change: dict[str, Any]
+    model_inputs: Callable[[str], StepInputs]
+    peak_ratio: Callable[[str], Any]   # a dtype's dense peak over the workload's compute dtype, per cell
+
+
+# ---- cache -------------------------------------------------------------------------------------
+
+
+def kv_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """KV bytes per token × m, read and stored (KV quantization, low rank)."""
     return replace(x, kv_read_bpe=x.kv_read_bpe * m, kv_stored_bpe=x.kv_stored_bpe * m)
 
 
-def weight_bytes(x: StepInputs, m: float) -> StepInputs:
-    """Bytes per weight × m, read and stored, every weight (int8: 0.5 of fp16)."""
-    return replace(x, weight_read_bpe=x.weight_read_bpe * m, weight_stored_bpe=x.weight_stored_bpe * m)
+def kv_heads(x: StepInputs, n: int, ctx: Context) -> StepInputs:
+    """GQA/MQA: n KV heads instead of H_kv. The cache shrinks by n/H_kv and the k,v projections by
+    2·L·h·d·(H_kv − n) parameters (Ainslie et al. 2023). MLA caches have no heads: unchanged there."""
+    ratio = np.where(x.mla, 1.0, n / x.kv_heads)
+    fewer = np.where(x.mla, 0.0, 2.0 * x.layers * x.hidden * x.head_dim * (x.kv_heads - n))
+    return replace(x, kv_elements_per_token=x.kv_elements_per_token * ratio,
+                   body_params=x.body_params - fewer, stored_params=x.stored_params - fewer)
 
 
-def linear_flops(x: StepInputs, m: float) -> StepInputs:
-    """FLOPs of the linear layers × m (pruning, low rank)."""
-    return replace(x, linear_flops_mult=x.linear_flops_mult * m)
+def kv_latent(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """MLA-style latent cache: ``elements`` cached per token and layer, shared by all heads (DeepSeek-V2 §2.1)."""
+    return replace(x, kv_elements_per_token=x.layers * float(spec["elements"]))
 
 
-def attention_flops(x: StepInputs, m: float) -> StepInputs:
-    """FLOPs of attention × m (sparse or approximate attention)."""
-    return replace(x, attention_flops_mult=x.attention_flops_mult * m)
+def _kept(x: StepInputs, spec: dict[str, float]) -> Any:
+    return x.context * spec["keep"] if "keep" in spec else np.minimum(x.context, float(spec["budget"]))
 
 
-def kv_tokens(x: StepInputs, spec: dict[str, float]) -> StepInputs:
+def kv_tokens(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
     """Eviction: keep a fraction of the context, or a fixed token budget, read and stored by decode.
 
     Prefill still computes and writes the whole prompt's KV (eviction follows it).
     """
-    kept = x.context * spec["keep"] if "keep" in spec else np.minimum(x.context, float(spec["budget"]))
+    kept = _kept(x, spec)
     return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, kept),
                    kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
+def kv_read(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """Query-aware sparsity: read only a fraction or a budget of the KV, keep all of it stored; ``metadata``
+    is what choosing costs, as a share of the stored KV read every step (Quest: a min and a max key per
+    16-token page, 2/16 of K = 1/16 of the KV)."""
+    return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, _kept(x, spec)),
+                   kv_metadata=x.kv_metadata + spec.get("metadata", 0.0))
+
+
+def prefix_hit(x: StepInputs, f: float, ctx: Context) -> StepInputs:
+    """Prefix caching: a fraction f of each prompt's KV is already cached; prefill computes the rest
+    (its queries still attend over the whole prompt). Decode is unchanged."""
+    return replace(x, prefix_fraction=np.asarray(f))
+
+
+def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
+    """Paged allocation: the claim's KV fragmentation (PagedAttention: under 4 %); the baseline's is the
+    workload's. Time is unchanged; the batch that fits changes."""
+    return replace(x, memory_waste=np.asarray(f))
+
+
+# ---- attention ---------------------------------------------------------------------------------
+
+
+def attention_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """FLOPs of attention × m (sparse or approximate attention)."""
+    return replace(x, attention_flops_mult=x.attention_flops_mult * m)
+
+
+def score_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """Score traffic of eager attention × m: a fused kernel (FlashAttention) keeps S and P on chip (m = 0).
+    Workloads whose attention is already fused have none to save."""
+    return replace(x, score_bytes_mult=x.score_bytes_mult * m)
+
+
+def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
+    """Split-KV decoding (Flash-Decoding): the KV is split across SMs, so a decode step fills the GPU
+    even at batch 1 (an implementation gain: the bytes are the same)."""
+    return replace(x, split_kv=np.asarray(bool(on)) | x.split_kv)
+
+
+# ---- weights -----------------------------------------------------------------------------------
+
+
+def weight_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """Bytes per weight × m, read and stored, every weight including LM head and embedding."""
+    return replace(x, weight_read_bpe=x.weight_read_bpe * m, weight_stored_bpe=x.weight_stored_bpe * m,
+                   head_read_bpe=x.head_read_bpe * m, head_stored_bpe=x.head_stored_bpe * m)
+
+
+def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
+    """Group-wise quantization: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight.
+
+    int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
+    """
+    return spec["bits"] / 8 + (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * spec["group_size"])
+
+
+def weight_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Weight-only quantization of the transformer blocks (and experts); the LM head and embedding stay
+    16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them)."""
+    bpe = np.asarray(quantized_bytes_per_weight(spec))
+    head = np.asarray(2.0) if spec.get("keep_16bit", True) else bpe
+    return replace(x, weight_read_bpe=bpe, weight_stored_bpe=bpe, head_read_bpe=head, head_stored_bpe=head)
+
+
+def sparsity(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """N:M structured sparsity (2:4 on Ampere+): N of every M weights kept, with ⌈log2 M⌉ index bits per kept
+    weight; FLOPs × N/M. Only a sparse kernel gets either (Mishra et al. 2021)."""
+    n, m = (int(v) for v in spec["pattern"].split(":"))
+    kept = n / m
+    meta = math.ceil(math.log2(m)) / 8
+    return replace(x, linear_flops_mult=x.linear_flops_mult * kept,
+                   weight_read_bpe=x.weight_read_bpe * kept + kept * meta,
+                   weight_stored_bpe=x.weight_stored_bpe * kept + kept * meta)
+
+
+def compute_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
+    """Linear layers run their GEMMs in ``dtype`` (W8A8 int8, fp8): the hardware's peak for it, where it has
+    one (SmoothQuant, QServe). Cells whose chip lacks the dtype keep their peak."""
+    return replace(x, linear_peak_mult=x.linear_peak_mult * ctx.peak_ratio(dtype))
+
+
+def linear_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """FLOPs of the linear layers × m (pruning without a format change)."""
+    return replace(x, linear_flops_mult=x.linear_flops_mult * m)
+
+
+def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Each dense projection W (m × n) becomes U (m × r) · V (r × n): parameters and FLOPs r(m+n) instead of
+    m·n for q, k, v, o and the gated MLP, per layer (Hu et al. 2021's factorization, applied to the weights)."""
+    r = float(spec["rank"])
+    h, q, kv, inter = x.hidden, x.heads * x.head_dim, x.kv_heads * x.head_dim, x.intermediate
+    full = 2 * h * q + 2 * h * kv + 3 * h * inter
+    low = r * (2 * (h + q) + 2 * (h + kv) + 3 * (h + inter))
+    saved = x.layers * np.maximum(full - low, 0.0)
+    return replace(x, body_params=x.body_params - saved, stored_params=x.stored_params - saved)
+
+
+def distill_to(x: StepInputs, name: str, ctx: Context) -> StepInputs:
+    """Distillation: the claim serves another (smaller) catalog model on the same workload."""
+    return ctx.model_inputs(name)
+
+
+# ---- decoding and system -----------------------------------------------------------------------
+
+
+def speculative(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """The verification forward: q = γ+1 (or the tree's size) queries per sequence in one step."""
+    return replace(x, query_tokens=np.asarray(float(speculative_plan(spec).verify_tokens)))
+
+
+@dataclass(frozen=True)
+class SpeculativePlan:
+    """Per step: ``draft_passes`` draft forwards, one verification of ``verify_tokens`` tokens per
+    sequence, ``expected_tokens`` accepted (the bonus token included)."""
+
+    draft_passes: float
+    verify_tokens: float
+    expected_tokens: float
+    draft_model: str | None
+    draft_cost: float | None
+
+
+def expected_tokens(acceptance: float, tokens: int) -> float:
+    """Tokens per step with γ drafted at acceptance α: (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023, eq. 1)."""
+    if acceptance >= 1.0:
+        return tokens + 1.0
+    return (1.0 - acceptance ** (tokens + 1)) / (1.0 - acceptance)
+
+
+def speculative_plan(spec: dict[str, Any]) -> SpeculativePlan:
+    """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
+    if "tokens_per_step" in spec:
+        return SpeculativePlan(float(spec.get("draft_passes", 1)), float(spec["verify_tokens"]),
+                               float(spec["tokens_per_step"]), spec.get("draft_model"), spec.get("draft_cost"))
+    gamma = int(spec["tokens"])
+    return SpeculativePlan(float(gamma), gamma + 1.0, expected_tokens(spec["acceptance"], gamma),
+                           spec.get("draft_model"), spec.get("draft_cost"))
+
+
+def tp(x: StepInputs, n: int, ctx: Context) -> StepInputs:
+    """Tensor parallelism over n GPUs: weights, heads and KV split n ways, two all-reduces per layer."""
+    return replace(x, tp=np.asarray(float(n)))
+
+
+def batching(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """Continuous batching: the share of batch slots doing useful work (Orca, Yu et al. 2022); the
+    baseline's is the workload's batch_utilization. An end-to-end gain in throughput."""
+    return replace(x, utilization=np.asarray(spec["utilization"]))
+
+
+def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
+    """Vector-unit work to dequantize each element read in a changed format (KV and/or weights):
+    free while a step is bandwidth-bound, a slowdown once it is compute-bound (the course's warning)."""
+    spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
+    kv = spec.get("kv", 0.0) if {"kv_bytes"} & set(ctx.change) else 0.0
+    weights = spec.get("weights", 0.0) if {"weight_bytes", "weight_quant", "sparsity"} & set(ctx.change) else 0.0
+    return replace(x, dequant_kv_ops=np.asarray(float(kv)), dequant_weight_ops=np.asarray(float(weights)))
+
+
 @dataclass(frozen=True)
 class Mechanism:
-    """A change key of the card, its function, the groups it touches and how to say it."""
+    """A change key of the card, its function, the groups it touches, how to say it, what a missing
+    kernel takes back."""
 
-    apply: Callable[[StepInputs, Any], StepInputs]
+    apply: Callable[[StepInputs, Any, Context], StepInputs]
     groups: tuple[str, ...]
     describe: Callable[[Any], str]
-    format_change: bool  # changes a storage format: without a kernel, reads keep the old bytes
+    reverts: tuple[str, ...] = ()
 
 
-def _kv_tokens_text(spec: dict[str, float]) -> str:
-    if "keep" in spec:
-        return f"KV tokens kept per sequence: {spec['keep'] * 100:g} % of the context (read and stored)"
-    return f"KV tokens kept per sequence: at most {spec['budget']:,} (read and stored)"
+def _tokens_text(kind: str) -> Callable[[Any], str]:
+    def text(spec: dict[str, Any]) -> str:
+        amount = f"{spec['keep'] * 100:g} % of the context" if "keep" in spec else f"at most {spec['budget']:,}"
+        extra = f", plus {spec['metadata'] * 100:g} % metadata" if spec.get("metadata") else ""
+        return f"KV tokens {kind}: {amount}{extra}"
+    return text
 
 
+def _spec_text(spec: dict[str, Any]) -> str:
+    plan = speculative_plan(spec)
+    draft = f"draft model {plan.draft_model}" if plan.draft_model else f"draft cost {plan.draft_cost:g} of a step"
+    return (f"speculative decoding: {plan.draft_passes:g} draft pass(es) ({draft}), verify {plan.verify_tokens:g} "
+            f"tokens, {plan.expected_tokens:.2f} tokens per step")
+
+
+# Order matters where mechanisms compose: the model swap first, formats before their dequantization.
 REGISTRY: dict[str, Mechanism] = {
-    "kv_bytes": Mechanism(kv_bytes, ("attention",), lambda m: f"KV bytes per token × {m:g}", True),
-    "weight_bytes": Mechanism(weight_bytes, ("linear", "lm_head"), lambda m: f"bytes per weight × {m:g}", True),
-    "linear_flops": Mechanism(linear_flops, ("linear",), lambda m: f"linear-layer FLOPs × {m:g}", False),
-    "attention_flops": Mechanism(attention_flops, ("attention",), lambda m: f"attention FLOPs × {m:g}", False),
-    "kv_tokens": Mechanism(kv_tokens, ("attention",), _kv_tokens_text, False),
+    "distill_to": Mechanism(distill_to, ("linear", "attention", "lm_head"), lambda v: f"serve {v} instead"),
+    "kv_heads": Mechanism(kv_heads, ("attention",), lambda n: f"{n} KV heads (GQA/MQA)"),
+    "kv_latent": Mechanism(kv_latent, ("attention",), lambda s: f"latent KV cache of {s['elements']} per layer"),
+    "kv_bytes": Mechanism(kv_bytes, ("attention",), lambda m: f"KV bytes per token × {m:g}", ("kv_read_bpe",)),
+    "kv_tokens": Mechanism(kv_tokens, ("attention",), _tokens_text("kept (eviction, read and stored)")),
+    "kv_read": Mechanism(kv_read, ("attention",), _tokens_text("read per step (all stored)")),
+    "prefix_hit": Mechanism(prefix_hit, ("linear", "attention"), lambda f: f"{f * 100:g} % of each prompt cached"),
+    "memory_waste": Mechanism(memory_waste, (), lambda f: f"KV fragmentation {f * 100:g} %"),
+    "attention_flops": Mechanism(attention_flops, ("attention",), lambda m: f"attention FLOPs × {m:g}"),
+    "score_bytes": Mechanism(score_bytes, ("attention",), lambda m: f"attention score traffic × {m:g}"),
+    "split_kv": Mechanism(split_kv, ("attention",), lambda v: "split-KV decoding"),
+    "weight_bytes": Mechanism(weight_bytes, ("linear", "lm_head"), lambda m: f"bytes per weight × {m:g}",
+                              ("weight_read_bpe", "head_read_bpe")),
+    "weight_quant": Mechanism(weight_quant, ("linear",), lambda s: (
+        f"int{s['bits']} weights, group {s['group_size']} ({quantized_bytes_per_weight(s):.4g} B per weight)"
+        + (", LM head in 16 bits" if s.get("keep_16bit", True) else "")), ("weight_read_bpe", "head_read_bpe")),
+    "sparsity": Mechanism(sparsity, ("linear",), lambda s: f"{s['pattern']} structured sparsity",
+                          ("weight_read_bpe", "weight_stored_bpe", "linear_flops_mult")),
+    "compute_dtype": Mechanism(compute_dtype, ("linear",), lambda d: f"linear layers computed in {d}",
+                               ("linear_peak_mult",)),
+    "linear_flops": Mechanism(linear_flops, ("linear",), lambda m: f"linear-layer FLOPs × {m:g}"),
+    "low_rank": Mechanism(low_rank, ("linear",), lambda s: f"rank-{s['rank']} factorized projections"),
+    "speculative": Mechanism(speculative, ("linear", "attention", "lm_head"), _spec_text),
+    "tp": Mechanism(tp, ("linear", "attention", "lm_head"), lambda n: f"tensor parallel over {n} GPUs"),
+    "batching": Mechanism(batching, (), lambda s: f"batch slots {s['utilization'] * 100:g} % useful"),
+    "dequant_ops": Mechanism(dequant_ops, ("linear", "attention"), lambda v: f"dequantization: {v} vector ops "
+                                                                             f"per element"),
 }
 
 
-def apply(change: dict[str, Any], x: StepInputs) -> StepInputs:
-    """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``."""
-    for key, value in change.items():
-        x = REGISTRY[key].apply(x, value)
+def apply(change: dict[str, Any], x: StepInputs, model_inputs: Callable[[str], StepInputs],
+          peak_ratio: Callable[[str], Any]) -> StepInputs:
+    """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``, in registry order."""
+    ctx = Context(change, model_inputs, peak_ratio)
+    for key, mechanism in REGISTRY.items():
+        if key in change:
+            x = mechanism.apply(x, change[key], ctx)
     return x
 
 
-def without_format_reads(claim: StepInputs, base: StepInputs) -> StepInputs:
-    """No kernel reads the new format in place: reads cost the baseline's bytes, storage keeps the saving."""
-    return replace(claim, kv_read_bpe=base.kv_read_bpe, weight_read_bpe=base.weight_read_bpe)
+def without_kernel(claim: StepInputs, base: StepInputs, change: dict[str, Any]) -> StepInputs:
+    """No kernel reads the new format in place: what each format mechanism saves at read time comes back
+    (reads at the old bytes, dense FLOPs); storage keeps the saving unless the mechanism says otherwise."""
+    fields = {f for key in change for f in REGISTRY[key].reverts}
+    return replace(claim, **{f: getattr(base, f) for f in fields})
 
 
 def touched_groups(change: dict[str, Any]) -> set[str]:
@@ -90,4 +309,4 @@ def touched_groups(change: dict[str, Any]) -> set[str]:
 
 def changes_format(change: dict[str, Any]) -> bool:
     """Whether any mechanism changes a storage format (so a missing kernel matters)."""
-    return any(REGISTRY[key].format_change for key in change)
+    return any(REGISTRY[key].reverts for key in change)

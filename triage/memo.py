@@ -73,6 +73,7 @@ def context(result: Result) -> dict[str, Any]:
     return {
         "d": d,
         "claim": d["claim"],
+        "check": d["paper_check"],
         "cells": cells,
         "omitted": len(d["cells"]) - len(cells),
         "changes": changes,

@@ -32,6 +32,7 @@ class Result:
     matrix: Matrix
     gaps: Gaps
     verdicts: Verdicts
+    paper_check: dict[str, Any]
 
     def __len__(self) -> int:
         return len(self.matrix)
@@ -123,7 +124,8 @@ class Result:
                                   f"overhead {units.fmt_time(s.overhead_s)} per step; SLO {slo}; quality gate "
                                   f"{units.fmt_percent(s.quality_gate)}; min gain {s.min_gain:g}×; reserve "
                                   f"{units.fmt_gib(s.reserve_bytes)}; KV fragmentation "
-                                  f"{units.fmt_percent(s.memory_waste)}; attention {s.attention}"),
+                                  f"{units.fmt_percent(s.memory_waste)}; attention {s.attention}; tensor parallel "
+                                  f"{s.tp}; batch slots {units.fmt_percent(s.batch_utilization)} useful"),
                         "source": m.source})
         out.append({"what": "cost model",
                     "value": ("per operator group t = max(FLOPs/(peak·eff), bytes/(BW·eff)), summed; compulsory "
@@ -146,6 +148,7 @@ class Result:
         return {
             "version": JSON_VERSION,
             "claim": claim,
+            "paper_check": self.paper_check,
             "workloads": self.matrix.source,
             "cells": [self.cell(i) for i in range(len(self))],
             "decision": self.decision(),

@@ -30,7 +30,14 @@ class Hardware:
     compute_flops_per_s: dict[str, float]
     interconnect_kind: str | None = None
     interconnect_bytes_per_s: float | None = None
+    interconnect_latency_s: float = 0.0
+    sms: int | None = None
     source: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def vector_flops_per_s(self) -> float:
+        """Non-tensor throughput (fp32 FMA units): where dequantization runs; the tensor fp16 peak / 16 if unknown."""
+        return self.compute_flops_per_s.get("fp32", self.peak("fp16") / 16)
 
     def peak(self, dtype: str) -> float:
         """Dense tensor throughput for ``dtype``; bf16 and fp16 stand in for each other."""
@@ -65,6 +72,11 @@ class Model:
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     qkv_bias: bool = False
+    # older layouts (OPT, GPT-2): a two-matrix MLP with biases, LayerNorm with biases, learned positions
+    gated_mlp: bool = True
+    mlp_bias: bool = False
+    norm_bias: bool = False
+    position_embeddings: int = 0
     # mixture of experts (Mixtral, Qwen-MoE, DeepSeek): routed experts per MoE layer
     num_experts: int = 0
     num_experts_per_tok: int = 0
@@ -145,15 +157,23 @@ class Model:
         return self.moe_layers * self.num_experts * self.expert_params
 
     @cached_property
+    def norm_params(self) -> float:
+        """One norm: a scale of h (plus a bias of h for LayerNorm with bias)."""
+        return float(self.hidden_size * (2 if self.norm_bias else 1))
+
+    @cached_property
     def layer_params(self) -> float:
-        """A dense layer: attention, gated MLP 3·h·I, two norms."""
-        return self.attention_params + 3.0 * self.hidden_size * (self.intermediate_size or 0) + 2 * self.hidden_size
+        """A dense layer: attention, MLP (gated 3·h·I, or 2·h·I with biases I + h), two norms."""
+        h, inter = self.hidden_size, self.intermediate_size or 0
+        mlp = (3 if self.gated_mlp else 2) * h * inter + ((inter + h) if self.mlp_bias else 0)
+        return self.attention_params + mlp + 2 * self.norm_params
 
     @cached_property
     def moe_layer_params(self) -> float:
         """An MoE layer without its routed experts: attention, shared experts, router h·E, two norms."""
         h = self.hidden_size
-        return self.attention_params + 3.0 * h * self.shared_expert_intermediate_size + h * self.num_experts + 2 * h
+        return (self.attention_params + 3.0 * h * self.shared_expert_intermediate_size + h * self.num_experts
+                + 2 * self.norm_params)
 
     @cached_property
     def params(self) -> float:
@@ -163,7 +183,8 @@ class Model:
         head = 0.0 if self.tie_word_embeddings else self.lm_head_params
         dense_layers = self.num_hidden_layers - self.moe_layers
         return (dense_layers * self.layer_params + self.moe_layers * self.moe_layer_params
-                + self.routed_expert_params + self.hidden_size + self.embedding_params + head)
+                + self.routed_expert_params + self.norm_params + self.position_embeddings * self.hidden_size
+                + self.embedding_params + head)
 
     @cached_property
     def body_params(self) -> float:

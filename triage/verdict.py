@@ -89,7 +89,13 @@ def reasons(i: int, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[str]:
         out.append(f"quality retained {fmt_percent(claim.quality_retained)} is below the "
                    f"{fmt_percent(float(v.gate[i]))} gate")
     bound = float(b.compute_bound_fraction[i])
-    if bound > 0.5:
+    untouched = (saved == 0.0 and float(b.cost.total_flops[i]) == float(c.cost.total_flops[i])
+                 and float(b.memory_bytes[i]) == float(c.memory_bytes[i])
+                 and float(b.time_implementation[i]) == float(c.time_implementation[i]))
+    if untouched:
+        out.append("the change does not touch this workload's step (for example a fix this baseline already has, "
+                   "or a phase the change does not act on): no gain")
+    elif bound > 0.5:
         out.append(f"the step is compute-bound ({fmt_percent(bound)} of its time): saving "
                    f"{fmt_percent(saved / base_bytes)} of the bytes ({fmt_bytes(saved)}) barely moves it; the bound is "
                    f"{fmt_ratio(theo)}" + (f", below the {fmt_ratio(mg, 2)} threshold" if v.theory_low[i] else ""))

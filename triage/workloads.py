@@ -48,6 +48,8 @@ class Settings:
     reserve_bytes: float
     memory_waste: float
     attention: str
+    tp: int
+    batch_utilization: float
     long_context: bool | None
     share: float | None
 
@@ -163,7 +165,9 @@ def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
         min_gain=merged.get("min_gain", 1.10),
         reserve_bytes=merged.get("reserve", 0.0),
         memory_waste=merged.get("memory_waste", 0.0),
-        attention=merged.get("attention", "fused"),
+        attention=merged.get("attention", "split"),
+        tp=merged.get("tp", 1),
+        batch_utilization=merged.get("batch_utilization", 1.0),
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )

@@ -50,6 +50,9 @@ def parse_hardware(doc: Document, path: tuple[Any, ...], key: str, problems: lis
         interconnect_kind=link.get("kind"),
         interconnect_bytes_per_s=(quantity(doc, path + ("interconnect", "bandwidth"), "bandwidth", problems)
                                   if "bandwidth" in link else None),
+        interconnect_latency_s=(quantity(doc, path + ("interconnect", "latency"), "time", problems, allow_zero=True)
+                                if "latency" in link else 0.0),
+        sms=entry.get("sms"),
         source=_sources(entry, f"user-supplied in {doc.file}"),
     )
 
@@ -102,6 +105,10 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         tie_word_embeddings=entry.get("tie_word_embeddings", False),
         attention_bias=entry.get("attention_bias", False),
         qkv_bias=entry.get("qkv_bias", False),
+        gated_mlp=entry.get("gated_mlp", True),
+        mlp_bias=entry.get("mlp_bias", False),
+        norm_bias=entry.get("norm_bias", False),
+        position_embeddings=entry.get("position_embeddings", 0),
         num_experts=entry.get("num_experts", 0),
         num_experts_per_tok=entry.get("num_experts_per_tok", 0) if entry.get("num_experts") else 0,
         moe_intermediate_size=entry.get("moe_intermediate_size"),
