@@ -297,7 +297,7 @@ def decode_occupancy(x: StepInputs, sms: Any) -> np.ndarray:
     FlashAttention parallelizes over batch × heads; one query per sequence leaves
     most SMs idle at small batch, which split-KV (Flash-Decoding) fixes (Dao et al. 2023).
     """
-    busy = np.minimum(1.0, x.batch * x.heads / x.tp / sms)
+    busy = np.where(np.isfinite(sms), np.minimum(1.0, x.batch * x.heads / x.tp / sms), 1.0)   # unknown SMs: no penalty
     return np.broadcast_to(np.where(x.decode & ~np.asarray(x.split_kv, dtype=bool), busy, 1.0), x.batch.shape)
 
 

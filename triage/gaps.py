@@ -145,7 +145,7 @@ def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any
     cost = step_cost(x)
     cost_impl = cost if x_impl is x else step_cost(x_impl)
     t = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, overhead)
-    mem = memory(x)
+    mem = memory(x_impl)            # what the implementation stores (no sparse kernel: dense weights)
     if spec is not None:
         t = spec.per_token(t)
         mem = spec.with_draft(mem)

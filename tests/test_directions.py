@@ -1,0 +1,237 @@
+"""Issue-3 mechanisms against hand calculations, speculative decoding's batch dependence, the paper check."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage import catalog, costmodel, mechanisms
+from triage.cli import main
+
+from conftest import CLAIMS, GiB, card, cell, course_matrix
+
+CAT = catalog.load()
+KV_TOKEN = 524_288          # course-7b / llama-2-7b fp16 KV bytes per token
+
+
+def run(change, workloads, **extra):
+    return triage.evaluate(card(change, **extra), workloads)
+
+
+def llama(**w):
+    hw = w.pop("hardware", "a100-80gb")
+    return {"defaults": {"model": "llama-2-7b", "hardware": hw, **w.pop("defaults", {})},
+            "workloads": [{"name": "w", **w}]}
+
+
+# ---- cache ----
+
+def test_kv_heads_gqa_shrinks_cache_and_kv_projections():
+    c = cell(run({"kv_heads": 8}, course_matrix()), "A")["claim"]
+    fewer = 32 * 2 * 4096 * 128 * (32 - 8)            # L · 2 · h · d · (H_kv − n) = 805,306,368
+    assert c["weights_bytes"] == (7e9 - fewer) * 2
+    assert c["bytes_per_step"] == (7e9 - fewer) * 2 + 4097 * KV_TOKEN / 4
+
+
+def test_kv_latent_replaces_the_cache_per_layer():
+    c = cell(run({"kv_latent": {"elements": 576}}, course_matrix()), "B")["claim"]
+    assert c["kv_bytes"] == 131072 * 32 * 576 * 2
+
+
+def test_kv_read_reads_a_budget_plus_metadata_and_stores_everything():
+    c = cell(run({"kv_read": {"budget": 1024, "metadata": 1 / 16}}, course_matrix()), "A")["claim"]
+    assert c["bytes_by_group"]["attention"] == 1024 * KV_TOKEN + 4096 / 16 * KV_TOKEN + KV_TOKEN
+    assert c["kv_bytes"] == 4096 * KV_TOKEN
+
+
+def test_prefix_hit_skips_the_cached_prompt_in_prefill_only():
+    m = course_matrix(workloads=[{"name": "p", "phase": "prefill", "context": 2048},
+                                 {"name": "d", "phase": "decode", "context": 2048}])
+    r = run({"prefix_hit": 0.5}, m)
+    p = cell(r, "p")["claim"]
+    assert p["flops_by_group"]["linear"] == 2 * 7e9 * 1024
+    assert p["flops_by_group"]["attention"] == 4 * 32 * 32 * 128 * (2048 * 2049 / 2 - 1024 * 1025 / 2)
+    assert p["bytes_by_group"]["attention"] == 1024 * KV_TOKEN
+    assert cell(r, "d")["speedup"]["theoretical"] == 1.0
+    assert any("does not touch" in x for x in cell(r, "d")["reasons"])
+
+
+def test_memory_waste_changes_capacity_not_time():
+    m = llama(context=4096, defaults={"memory_waste": 0.5})
+    c = cell(run({"memory_waste": 0.0}, m), "w")
+    assert c["speedup"]["theoretical"] == 1.0
+    assert (c["baseline"]["max_batch"], c["claim"]["max_batch"]) == (16, 33)
+
+
+# ---- attention ----
+
+def test_score_bytes_zero_removes_eager_score_traffic():
+    m = llama(phase="prefill", context=2048, batch=8, defaults={"attention": "eager"})
+    c = cell(run({"score_bytes": 0}, m), "w")
+    assert c["baseline"]["bytes_by_group"]["attention"] - c["claim"]["bytes_by_group"]["attention"] == \
+        4 * 32 * 8 * 32 * 2048 * 2048 * 2                # 4 passes × L × B·H·T²·2 B: the course's 2.15 GB per pass
+    fused = cell(run({"score_bytes": 0}, llama(phase="prefill", context=2048, batch=8)), "w")
+    assert fused["speedup"]["theoretical"] == 1.0      # nothing to remove from a fused baseline
+
+
+def test_split_kv_is_an_implementation_gain_from_occupancy():
+    m = llama(context=32768, defaults={"attention": "fused", "efficiency": {"bandwidth": 1.0, "compute": 1.0}})
+    c = cell(run({"split_kv": True}, m), "w")
+    assert c["speedup"]["theoretical"] == 1.0
+    # batch 1 × 32 heads on 108 SMs: the baseline's attention runs at 32/108 of its bandwidth
+    occ = 32 / 108
+    x = triage.evaluate(card({"split_kv": True}), m).gaps.base.cost
+    lin = (x.bytes["linear"][0] + x.bytes["lm_head"][0] + x.bytes["other"][0]) / 2.039e12
+    att = x.bytes["attention"][0] / 2.039e12
+    assert c["speedup"]["implementation"] == pytest.approx((lin + att / occ) / (lin + att), rel=1e-9)
+
+
+# ---- weights ----
+
+def test_group_quantized_bytes_per_weight():
+    assert mechanisms.quantized_bytes_per_weight({"bits": 4, "group_size": 128}) == 0.5 + 16 / 1024
+    c = cell(run({"weight_quant": {"bits": 4, "group_size": 128, "zero_bits": 4}}, llama(context=1)), "w")["claim"]
+    assert c["bytes_by_group"]["linear"] == 6_476_271_616 * (0.5 + 20 / 1024)
+    assert c["bytes_by_group"]["lm_head"] == 131_072_000 * 2          # LM head kept in 16 bits
+
+
+def test_dequantization_makes_compute_bound_prefill_slower():
+    m = llama(phase="prefill", context=2048)
+    fast = cell(run({"weight_quant": {"bits": 4, "group_size": 128}}, m), "w")["speedup"]["theoretical"]
+    slow = cell(run({"weight_quant": {"bits": 4, "group_size": 128}, "dequant_ops": {"weights": 8}}, m),
+                "w")["speedup"]["theoretical"]
+    assert fast == pytest.approx(1.0, abs=0.01)
+    assert slow < 1.0                                   # the course: dequantization can make prefill slower
+
+
+def test_two_four_sparsity_needs_its_kernel():
+    with_kernel = cell(run({"sparsity": {"pattern": "2:4"}}, llama(context=1)), "w")
+    assert with_kernel["claim"]["bytes_by_group"]["linear"] == 6_476_271_616 * (2 * 0.5 + 0.5 * 2 / 8)
+    without = cell(run({"sparsity": {"pattern": "2:4"}}, llama(context=1), implementation={"kernel": False}), "w")
+    assert without["speedup"]["implementation"] == pytest.approx(1.0, abs=1e-6)
+    assert without["claim"]["weights_bytes"] == without["baseline"]["weights_bytes"]
+
+
+def test_low_rank_factorizes_each_projection():
+    c = cell(run({"low_rank": {"rank": 1024}}, llama(context=1)), "w")["claim"]
+    full = 2 * 4096 * 4096 + 2 * 4096 * 4096 + 3 * 4096 * 11008
+    low = 1024 * (2 * (4096 + 4096) + 2 * (4096 + 4096) + 3 * (4096 + 11008))
+    assert c["bytes_by_group"]["linear"] == (6_476_271_616 - 32 * (full - low)) * 2
+
+
+def test_distillation_serves_the_smaller_model():
+    r = run({"distill_to": "llama-3.2-1b"}, llama(context=1))
+    small = CAT.models["llama-3.2-1b"]
+    assert cell(r, "w")["claim"]["weights_bytes"] == small.params * 2
+
+
+def test_int8_compute_doubles_the_linear_peak_on_chips_that_have_it():
+    m = llama(phase="prefill", context=2048)
+    c = cell(run({"compute_dtype": "int8"}, m), "w")
+    assert c["speedup"]["theoretical"] > 1.8            # compute-bound prefill: 624 vs 312 TOP/s
+    m_h100 = llama(phase="prefill", context=2048, hardware="rtx-4090")
+    assert cell(run({"compute_dtype": "int8"}, m_h100), "w")["speedup"]["theoretical"] > 3.5   # 660.6 vs 165.2
+
+
+# ---- decoding ----
+
+@pytest.mark.parametrize("alpha,gamma,expected", [(0.8, 4, 3.36160), (0.3, 4, 1.42510), (1.0, 3, 4.0)])
+def test_expected_tokens_per_step(alpha, gamma, expected):
+    assert mechanisms.expected_tokens(alpha, gamma) == pytest.approx(expected, rel=1e-5)
+
+
+def spec(alpha):
+    return {"speculative": {"tokens": 4, "acceptance": alpha, "draft_cost": 0.05}}
+
+
+def test_speculative_pays_at_batch_1_and_loses_at_batch_256():
+    m = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+         "workloads": [{"name": "b1", "context": 1024, "batch": 1}, {"name": "b256", "context": 1024, "batch": 256}]}
+    low = triage.evaluate(card(spec(0.3)), m)
+    assert cell(low, "b1")["speedup"]["theoretical"] > 1.1
+    assert cell(low, "b256")["speedup"]["theoretical"] < 1.0
+    high = triage.evaluate(card(spec(0.8)), m)
+    # 3.36 tokens per step for a verify step ≈ one decode step plus 4 drafts at 5 %: ≈ 3.36 / 1.2 = 2.8
+    assert cell(high, "b1")["speedup"]["theoretical"] == pytest.approx(2.8, abs=0.1)
+
+
+def test_speculative_with_a_draft_model_prices_the_draft_and_its_memory():
+    m = llama(context=1024)
+    r = run({"speculative": {"tokens": 4, "acceptance": 0.8, "draft_model": "llama-3.2-1b"}}, m)
+    c = cell(r, "w")
+    assert c["claim"]["weights_bytes"] == (6_738_415_616 + CAT.models["llama-3.2-1b"].params) * 2
+    assert 1.5 < c["speedup"]["theoretical"] < 3.36
+
+
+# ---- system ----
+
+def test_tensor_parallel_halves_the_bytes_and_pays_all_reduces():
+    m = llama(context=4096, defaults={"efficiency": {"bandwidth": 1.0, "compute": 1.0}})
+    r = run({"tp": 2}, m)
+    c = cell(r, "w")
+    base = r.gaps.base.cost
+    per_gpu = (base.bytes["linear"][0] + base.bytes["attention"][0] + base.bytes["lm_head"][0]) / 2 \
+        + base.bytes["other"][0]
+    # ring all-reduce of one token's hidden state (4096 × 2 B) over 2 GPUs, 2 per layer, 32 layers
+    comm = 2 * 32 * (2 * (1 / 2) * 4096 * 2 / 300e9 + 2 * 1 * 2e-6)
+    assert c["claim"]["time_s"]["theoretical"] == pytest.approx(per_gpu / 2.039e12 + comm, rel=1e-9)
+
+
+def test_batching_utilization_is_an_end_to_end_gain():
+    m = llama(context=2048, batch=32, defaults={"batch_utilization": 0.6})
+    c = cell(run({"batching": {"utilization": 1.0}}, m), "w")
+    assert c["speedup"]["theoretical"] == 1.0
+    assert c["speedup"]["end_to_end"] == pytest.approx(1 / 0.6)
+
+
+def test_moe_reads_the_experts_a_batch_touches():
+    # Mixtral: 8 experts, top-2: 1 token reads 2, 4 tokens 8·(1 − 0.75^4) = 5.47 of them
+    assert costmodel.experts_touched_fraction(np.array(4.0), 8, 2) * 8 == pytest.approx(5.46875)
+
+
+# ---- the paper check ----
+
+@pytest.fixture(scope="module")
+def checks():
+    return {p.stem: triage.evaluate(p).to_dict()["paper_check"] for p in sorted(CLAIMS.glob("*.yaml"))}
+
+
+def test_h2o_and_streamingllm_exceed_their_bounds(checks):
+    h2o, streaming = checks["h2o"], checks["streamingllm"]
+    assert h2o["exceeds_bound"] and h2o["reported"] == 29 and h2o["bound"] == pytest.approx(5.0, rel=0.01)
+    assert streaming["exceeds_bound"] and streaming["bound"] == pytest.approx(1.0)
+    assert any("offloading baseline" in s for s in h2o["likely_sources"])
+
+
+def test_awq_on_an_rtx_4090_is_within_its_bound(checks):
+    awq = checks["awq"]
+    assert not awq["exceeds_bound"]
+    assert awq["setting"]["hardware"] == "rtx-4090" and 3.4 <= awq["bound"] < 3.4 * 1.05 + 1
+
+
+def test_paper_check_is_null_without_a_setting_or_number(checks):
+    assert checks["kv2x"]["bound"] is None and checks["kv2x"]["reported"] is None
+    assert checks["gqa"] == {"reported": None, "bound": None, "exceeds_bound": None,
+                             "note": "the card states no setting"}
+
+
+def test_paper_check_says_when_the_baseline_does_not_fit(checks):
+    assert checks["gptq"]["baseline_fits"] is False and "does not fit" in checks["gptq"]["note"]
+
+
+def test_every_direction_has_cards_and_every_mechanism_a_card():
+    cards = [json.loads(CliRunner().invoke(main, ["run", str(p), "-f", "json"]).stdout)["claim"]
+             for p in sorted(CLAIMS.glob("*.yaml"))]
+    assert len(cards) >= 20 + 4
+    assert {c["direction"] for c in cards} == {"attention", "cache", "weights", "decoding", "system"}
+    used = {k for c in cards for k in c["change"]}
+    assert used >= set(mechanisms.REGISTRY) - {"attention_flops", "linear_flops"}
+    assert all(c["paper"].get("url") or c["paper"]["authors"] == ["course module 12.4"] for c in cards)
+
+
+def test_memo_names_the_papers_setting_check():
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "h2o.yaml")])
+    assert "## The paper's own setting" in res.stdout
+    assert "The reported gain is more than 5 % above the bound" in res.stdout
