@@ -32,6 +32,34 @@ def test_help_sections_match_the_cli():
         assert m["body"] == _help(m["args"]), f"README help for `triage {m['args']}` drifted"
 
 
+CLAIMS_TABLE = re.compile(r"<!-- claims-table -->\n.*?<!-- /claims-table -->", re.S)
+
+
+def _claims_table() -> str:
+    import triage
+
+    rows = ["| card | direction | paper | reported | bound in its own setting | beyond the bound |",
+            "|---|---|---|--:|--:|---|"]
+    for path in sorted((ROOT / "claims").glob("*.yaml")):
+        d = triage.evaluate(path).to_dict()
+        c, pc = d["claim"], d["paper_check"]
+        paper = c["paper"].get("title", "")[:70]
+        reported = f"{pc['reported']:g}× {c['claim'].get('metric', '')}" if pc["reported"] is not None else "—"
+        bound = f"{pc['bound']:.2f}×" if pc["bound"] is not None else "— (" + pc.get("note", "") + ")"
+        flag = {True: "**yes**", False: "no", None: "—"}[pc["exceeds_bound"]]
+        rows.append(f"| `{c['id']}` | {c['direction']} | {paper} | {reported} | {bound} | {flag} |")
+    return "<!-- claims-table -->\n" + "\n".join(rows) + "\n<!-- /claims-table -->"
+
+
+def test_claims_table_is_current():
+    text = README.read_text(encoding="utf-8")
+    table = _claims_table()
+    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
+        README.write_text(CLAIMS_TABLE.sub(lambda m: table, text), encoding="utf-8")
+        text = README.read_text(encoding="utf-8")
+    assert CLAIMS_TABLE.search(text).group(0) == table
+
+
 def test_ci_runs_the_readme_test_command():
     readme = README.read_text(encoding="utf-8")
     first_screen = readme[: readme.index("---")]
