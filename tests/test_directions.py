@@ -10,7 +10,7 @@ import triage
 from triage import catalog, costmodel, mechanisms
 from triage.cli import main
 
-from conftest import CLAIMS, GiB, card, cell, course_matrix
+from conftest import CLAIMS, card, cell, course_matrix
 
 CAT = catalog.load()
 KV_TOKEN = 524_288          # course-7b / llama-2-7b fp16 KV bytes per token

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +52,14 @@ class Claim:
     long_context_tested: bool = False
     gpus: int | None = None
     weeks: float | None = None
+    gpu_hours_total: float | None = None       # a stack: the sum of its cards'
+    stacked: tuple[Claim, ...] = ()            # the cards a stack composes
 
     @property
     def gpu_hours(self) -> float | None:
         """Reproduction cost: GPUs × weeks × 168 h (the course: 8 × 2 weeks = 2688)."""
+        if self.gpu_hours_total is not None:
+            return self.gpu_hours_total
         if self.gpus is None or self.weeks is None:
             return None
         return self.gpus * self.weeks * HOURS_PER_WEEK
@@ -73,6 +77,7 @@ class Claim:
             "quality": {"retained": self.quality_retained, "evaluated_on": list(self.evaluated_on),
                         "long_context_tested": self.long_context_tested},
             "cost": {"gpus": self.gpus, "weeks": self.weeks, "gpu_hours": self.gpu_hours},
+            "stacked": [c.id for c in self.stacked],
         }
 
 
@@ -110,10 +115,28 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
     return problems
 
 
-def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None) -> Claim:
-    """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem."""
+def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None,
+         _seen: tuple[str, ...] = ()) -> Claim:
+    """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem.
+
+    A card with ``stack: [a.yaml, b.yaml]`` composes those cards (paths relative to it).
+    """
     doc = Document("<card>", source) if isinstance(source, dict) else load_file(source)
-    return from_document(doc, catalog)
+    claim = from_document(doc, catalog)
+    if isinstance(doc.data, dict) and "stack" in doc.data:
+        from .stack import stack
+
+        here = Path(doc.file).parent if not isinstance(source, dict) else Path(".")
+        parts = []
+        for i, name in enumerate(doc.data["stack"]):
+            path = (here / name).resolve()
+            if str(path) in _seen:
+                raise UserError([doc.problem(("stack", i), f"{name} stacks itself (a cycle)")])
+            parts.append(load(path, catalog, _seen + (str(Path(doc.file).resolve()), str(path))))
+        stacked = stack(parts, claim.id, claim.title)
+        return replace(stacked, file=claim.file, direction=claim.direction, paper=claim.paper or stacked.paper,
+                       claim={**stacked.claim, **claim.claim})
+    return claim
 
 
 def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> Claim:
@@ -126,6 +149,8 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> 
         raise UserError(problems)
     d = doc.data
     impl, quality, cost = d.get("implementation", {}), d.get("quality", {}), d.get("cost", {})
+    if "stack" in d and "change" not in d:
+        d = {**d, "change": {}}
     return Claim(
         id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
         change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),

@@ -93,7 +93,8 @@ def main(show_traceback: bool, quiet: bool, verbose: bool) -> None:
 
 
 @main.command()
-@click.argument("card", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("cards", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--stack", is_flag=True, help="Apply several cards together as one claim (savings add up).")
 @click.option("--workloads", "-w", "workloads", type=click.Path(dir_okay=False, path_type=Path),
               help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b64 / prefill-2k).")
 @click.option("--model", "-m", "model", metavar="NAME|CONFIG.json",
@@ -103,11 +104,16 @@ def main(show_traceback: bool, quiet: bool, verbose: bool) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md (the decision memo) or json; default from the -o suffix, else md.")
 @click.option("--brief", is_flag=True, help="A one-page reading-group brief instead of the memo.")
+@click.option("--figures", type=click.Choice(["svg", "none"]), default="svg",
+              help="With -o FILE.md: write FILE.roofline.svg and FILE.gain.svg beside the memo (default), or none.")
+@click.option("--measured", type=click.Path(exists=False, path_type=Path),
+              help="Measurements (CSV, JSON, vLLM bench JSON, or a folder of them) for the implementation and "
+                   "end-to-end layers.")
 @click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")
 @_guard
-def run(card: Path, workloads: Path | None, model: str | None, output: Path | None, fmt: str | None,
-        brief: bool, force: bool) -> None:
-    """Evaluate CARD over the workload matrix and print the decision memo.
+def run(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None, output: Path | None,
+        fmt: str | None, brief: bool, figures: str, measured: Path | None, force: bool) -> None:
+    """Evaluate a claim CARD over the workload matrix and print the decision memo.
 
     \b
     Example:
@@ -115,6 +121,7 @@ def run(card: Path, workloads: Path | None, model: str | None, output: Path | No
       triage run claims/kv2x.yaml -o memo.json
       triage run claims/kv2x.yaml --model ./Meta-Llama-3-8B/config.json
       triage run claims/kv2x.yaml --brief
+      triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
     from .engine import evaluate
     from .memo import RENDERERS
@@ -122,18 +129,78 @@ def run(card: Path, workloads: Path | None, model: str | None, output: Path | No
 
     if brief and fmt == "json":
         raise click.UsageError("--brief is Markdown: drop --format json")
+    if len(cards) > 1 and not stack:
+        raise click.UsageError("several cards: add --stack to apply them together, or use `triage compare`")
+    card: Any = list(cards) if len(cards) > 1 else cards[0]
     fmt = "brief" if brief else fmt or ("json" if output is not None and output.suffix == ".json" else "md")
     start = time.perf_counter()
     result = evaluate(card, workloads, model)
+    if measured is not None:
+        from .measured import apply
+
+        result = apply(result, measured)
     evaluated = time.perf_counter()
-    text = RENDERERS[fmt](result)
+    figure_files: list[dict[str, str]] | str = ""
+    if fmt == "md" and output is not None and figures == "svg":
+        from .memo import figure_data
+
+        figure_files = []
+        for name, svg in figure_data(result, result.to_dict()).items():
+            path = output.with_name(f"{output.stem}.{name}.svg")
+            write_atomic(path, svg, force=force)
+            figure_files.append({"title": name, "path": path.name})
+    elif fmt == "md" and figures == "none":
+        figure_files = "--figures none"
+    if fmt == "md":
+        from .memo import render_markdown
+
+        text = render_markdown(result, figure_files)
+    else:
+        text = RENDERERS[fmt](result)
     _verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
              f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_atomic(output, text, inputs=tuple(p for p in (card, workloads) if p is not None), force=force)
+        write_atomic(output, text, inputs=tuple(p for p in (*cards, workloads) if p is not None), force=force)
         _info(f"wrote {output} ({len(result)} cells, decision {result.decision()['verdict']})")
+
+
+@main.command()
+@click.argument("cards", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--workloads", "-w", "workloads", type=click.Path(dir_okay=False, path_type=Path),
+              help="Workload matrix file (default: the shipped one).")
+@click.option("--model", "-m", "model", metavar="NAME|CONFIG.json", help="Replace every workload's model.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write here (atomically) instead of standard output.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
+              help="md or json; default from the -o suffix, else md.")
+@click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")
+@_guard
+def compare(cards: tuple[Path, ...], workloads: Path | None, model: str | None, output: Path | None,
+            fmt: str | None, force: bool) -> None:
+    """Rank claims on the same workloads: per workload, overall, and per GPU-hour of reproduction.
+
+    \b
+    Example:
+      triage compare claims/kv2x.yaml claims/gqa-int8-kv.yaml
+      triage compare claims/*.yaml -w examples/mix-longdoc.yaml -o which-first.md
+    """
+    from .compare import comparison, render_markdown
+    from .engine import evaluate
+    from .output import write_atomic
+
+    if len(cards) < 2:
+        raise click.UsageError("compare needs at least two cards")
+    fmt = fmt or ("json" if output is not None and output.suffix == ".json" else "md")
+    results = [evaluate(card, workloads, model) for card in cards]
+    text = render_markdown(results) if fmt == "md" else json.dumps(comparison(results), indent=2,
+                                                                      ensure_ascii=False, allow_nan=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomic(output, text, inputs=tuple(p for p in (*cards, workloads) if p is not None), force=force)
+        _info(f"wrote {output}")
 
 
 @main.command()
@@ -179,6 +246,38 @@ def validate(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str
             _info(f"{n} file{'s' if n != 1 else ''} valid")
     if problems:
         sys.exit(EXIT_USER)
+
+
+@main.command()
+@click.argument("measurements", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a workload file that uses the fitted values (atomically).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
+              help="The report as md or json (on standard output).")
+@click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")
+@_guard
+def calibrate(measurements: Path, output: Path | None, fmt: str, force: bool) -> None:
+    """Fit bandwidth and compute efficiency (and per-step overhead) per hardware from measured step times.
+
+    MEASUREMENTS is a CSV: model, hardware, context, batch, weights, group_size, tp, tokens_per_s or tpot,
+    source.
+
+    \b
+    Example:
+      triage calibrate examples/measurements/gpt-fast-a100.csv
+      triage calibrate my-runs.csv -o calibrated.yaml
+    """
+    from . import calibrate as calibrate_mod
+    from .output import write_atomic
+
+    report = calibrate_mod.calibrate(measurements)
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2, allow_nan=False))
+    else:
+        click.echo(calibrate_mod.render_markdown(report), nl=True)
+    if output is not None:
+        write_atomic(output, calibrate_mod.workload_file(report), inputs=(measurements,), force=force)
+        _info(f"wrote {output}")
 
 
 @main.command()

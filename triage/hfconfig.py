@@ -23,11 +23,8 @@ _QKV_BIAS = {"qwen2", "qwen2_moe"}
 _MAX_DEPTH = 20
 
 
-def read_config(path: Path | str) -> dict[str, Any]:
-    """The JSON object of a config.json: bounded size, UTF-8, no NaN, no duplicate keys."""
-    label = str(path)
-    text = read_text(path, label)
-
+def load_json(text: str, label: str) -> Any:
+    """Strict JSON: no NaN or Infinity, no duplicate keys, bounded nesting; UserError with the position."""
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in items:
@@ -40,12 +37,18 @@ def read_config(path: Path | str) -> dict[str, Any]:
         raise ValueError(f"{name} is not a number JSON allows")
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
     except json.JSONDecodeError as exc:
         raise UserError([Problem(label, exc.lineno, exc.colno, "$", f"JSON: {exc.msg}")]) from None
     except (ValueError, RecursionError) as exc:
         message = str(exc) if isinstance(exc, ValueError) else "nesting too deep"
         raise UserError([Problem(label, path="$", message=f"JSON: {message}")]) from None
+
+
+def read_config(path: Path | str) -> dict[str, Any]:
+    """The JSON object of a config.json: bounded size, UTF-8, no NaN, no duplicate keys."""
+    label = str(path)
+    data = load_json(read_text(path, label), label)
     if not isinstance(data, dict):
         raise UserError([Problem(label, path="$", message="expected a JSON object (a Hugging Face config.json)")])
     if isinstance(data.get("text_config"), dict) and "num_hidden_layers" not in data:

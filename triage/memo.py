@@ -63,7 +63,32 @@ def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, s
     ]
 
 
-def context(result: Result) -> dict[str, Any]:
+def figure_data(result: Result, d: dict[str, Any]) -> dict[str, str]:
+    """The two SVG figures of a memo: roofline and gain heatmap (name → SVG text)."""
+    from . import figures
+
+    m, g = result.matrix, result.gaps
+    hardware = [{"name": h.key, "peak": h.peak(m.blocks[0].precision["compute"]), "bandwidth": h.bandwidth_bytes_per_s}
+                for h in m.hardware]
+    points = []
+    for i in range(min(len(m), 40)):
+        b, c = g.base, g.claim
+        points.append({"label": d["cells"][i]["workload"], "hardware_index": int(m.hardware_idx[i]),
+                       "base_intensity": float(b.cost.total_flops[i] / b.cost.total_bytes[i]),
+                       "base_flops": float(b.cost.total_flops[i] / b.time_theoretical[i]),
+                       "claim_intensity": float(c.cost.total_flops[i] / c.cost.total_bytes[i]),
+                       "claim_flops": float(c.cost.total_flops[i] / c.time_theoretical[i])})
+    out = {"roofline": figures.roofline(hardware, points, f"Roofline: {result.claim.title}")}
+    crossing = d["analysis"]["crossover"]
+    if crossing:
+        first = crossing[0]
+        out["gain"] = figures.heatmap(first["grid"]["contexts"], first["grid"]["batches"], first["grid"]["theoretical"],
+                                      first["min_gain"], f"Bound over context × batch: {first['model']} on "
+                                                         f"{first['hardware']} (decode)")
+    return out
+
+
+def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
     """The memo's typed context: the JSON document plus display-ready views."""
     d = result.to_dict()
     cells = [_cell_view(c) for c in d["cells"][:MAX_MEMO_CELLS]]
@@ -82,6 +107,10 @@ def context(result: Result) -> dict[str, Any]:
         "gates": gates,
         "decision": d["decision"],
         "assumptions": d["assumptions"],
+        "analysis": d["analysis"],
+        "measured": d["measured"],
+        "figures": figures if isinstance(figures, list) else [],
+        "figures_note": figures if isinstance(figures, str) else "",
         "marker": MARKER,
     }
 
@@ -124,7 +153,7 @@ def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
 
 def render_brief(result: Result) -> str:
     """The one-page reading-group brief."""
-    ctx = {**context(result), "marker": BRIEF_MARKER}
+    ctx = {**context(result, "none in a brief"), "marker": BRIEF_MARKER}
     return _env().get_template("brief.md.j2").render(questions=_questions(ctx["d"]), **ctx)
 
 
@@ -149,9 +178,10 @@ def _env() -> Any:
     return env
 
 
-def render_markdown(result: Result) -> str:
-    """The decision memo."""
-    return _env().get_template("memo.md.j2").render(**context(result))
+def render_markdown(result: Result, figures: list[dict[str, str]] | str = "") -> str:
+    """The decision memo; ``figures`` are [{title, path}] written beside it, or why there are none."""
+    return _env().get_template("memo.md.j2").render(**context(result, figures or "figures are written only "
+                                                                                    "beside a memo file (-o)"))
 
 
 def render_json(result: Result) -> str:

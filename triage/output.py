@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .errors import Problem, UserError
 
-_SIGNATURES = ("<!-- triage ", '{\n  "version":', "# triage workload file")
+_SIGNATURES = ("<!-- triage ", '{\n  "version":', '{\n  "claims":', "# triage workload file",
+               '<svg xmlns="http://www.w3.org/2000/svg"')
 
 
 def _ours(path: Path) -> bool:
@@ -38,6 +39,9 @@ def write_atomic(path: Path | str, text: str, inputs: tuple[Path | str, ...] = (
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)            # mkstemp makes 0600; an output is an ordinary file
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,18 @@ class Result:
     gaps: Gaps
     verdicts: Verdicts
     paper_check: dict[str, Any]
+    parts: list[tuple[Claim, Gaps]] = field(default_factory=list)   # a stack's cards, each alone
+    models: dict[str, Any] = field(default_factory=dict)             # the catalog's, for re-evaluations
+    measured: dict[str, Any] = field(default_factory=dict)           # filled by triage.measured.apply
+
+    def analysis(self) -> dict[str, Any]:
+        """Where the claim pays (crossover), throughput at the SLO, sensitivity, and the verification plan."""
+        from . import sweep, verification
+
+        return {"crossover": sweep.crossover(self, self.models),
+                "slo_throughput": sweep.slo_throughput(self, self.models),
+                "sensitivity": sweep.sensitivity(self, self.models),
+                "verification_plan": verification.plan(self)}
 
     def __len__(self) -> int:
         return len(self.matrix)
@@ -91,9 +103,19 @@ class Result:
             "end_to_end_baseline_batch": None if not np.isfinite(g.e2e_baseline_batch[i])
             else int(g.e2e_baseline_batch[i]),
             "slo_s": _num(g.slo[i]),
+            **({"stack": self._stack_cell(i)} if self.parts else {}),
             "verdict": LABELS[self.verdicts.code[i]],
             "reasons": reasons(i, m, c, g, self.verdicts),
         }
+
+    def _stack_cell(self, i: int) -> dict[str, Any]:
+        """Each stacked card's bound alone, their product, and the stack's: savings add, they do not multiply."""
+        alone = {c.id: _num(g.speedup_theoretical[i]) for c, g in self.parts}
+        product = 1.0
+        for value in alone.values():
+            product *= value or 1.0
+        return {"individual_theoretical": alone, "product": _num(product),
+                "combined": _num(self.gaps.speedup_theoretical[i])}
 
     def assumptions(self) -> list[dict[str, str]]:
         """Every constant the numbers rest on, with its source."""
@@ -152,5 +174,7 @@ class Result:
             "workloads": self.matrix.source,
             "cells": [self.cell(i) for i in range(len(self))],
             "decision": self.decision(),
+            "analysis": self.analysis(),
+            "measured": self.measured,
             "assumptions": self.assumptions(),
         }

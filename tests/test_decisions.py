@@ -1,0 +1,190 @@
+"""Decisions across workloads: stacking, comparing, crossover, SLO throughput, figures, measurements, calibration."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage import calibrate, cards, workloads
+from triage.cli import main
+from triage.errors import UserError
+
+from conftest import CLAIMS, COURSE, ROOT, cell
+
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+# ---- stacking ----
+
+def test_stacking_adds_savings_it_does_not_multiply():
+    r = triage.evaluate([CLAIMS / "int8-weights.yaml", CLAIMS / "int8-kv.yaml"], COURSE)
+    b = cell(r, "B-docqa-128k")
+    assert b["stack"]["combined"] == pytest.approx(2.0, rel=1e-12)            # the course's 38.5 GiB: 2.0x
+    assert b["stack"]["product"] == pytest.approx(1.0924 * 1.7105, abs=1e-3)  # what multiplying would say
+    assert r.claim.gpu_hours == 2 * 2688
+
+
+def test_a_card_can_list_the_cards_it_stacks():
+    claim = cards.load(CLAIMS / "gqa-int8-kv.yaml")
+    assert claim.change == {"kv_heads": 8, "kv_bytes": 0.5}
+    assert [c.id for c in claim.stacked] == ["gqa", "int8-kv"]
+
+
+def test_stacking_refuses_ambiguous_keys(tmp_path):
+    a = tmp_path / "a.yaml"
+    a.write_text("id: a\ntitle: a\ndirection: cache\nchange: {kv_tokens: {keep: 0.5}}\n")
+    b = tmp_path / "b.yaml"
+    b.write_text("id: b\ntitle: b\ndirection: cache\nchange: {kv_tokens: {budget: 100}}\n")
+    with pytest.raises(UserError, match="'a' and 'b' both set kv_tokens"):
+        triage.evaluate([a, b])
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("id: loop\ntitle: l\ndirection: cache\nstack: [loop.yaml, a.yaml]\n")
+    with pytest.raises(UserError, match="stacks itself"):
+        cards.load(loop)
+
+
+def test_cli_needs_stack_for_several_cards(runner):
+    args = ["run", str(CLAIMS / "int8-weights.yaml"), str(CLAIMS / "int8-kv.yaml")]
+    assert runner.invoke(main, args).exit_code == 2
+    res = runner.invoke(main, [*args, "--stack", "-w", str(COURSE)])
+    assert res.exit_code == 0 and "## Stacking is not multiplying" in res.stdout
+
+
+# ---- compare ----
+
+@pytest.mark.parametrize("mix,first", [("mix-chat.yaml", "int8-weights"), ("mix-longdoc.yaml", "gqa-int8-kv")])
+def test_compare_reproduces_the_course_choice(runner, mix, first):
+    res = runner.invoke(main, ["compare", str(CLAIMS / "kv2x.yaml"), str(CLAIMS / "gqa-int8-kv.yaml"),
+                               str(CLAIMS / "int8-weights.yaml"), "-w", str(EXAMPLES / mix), "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["recommendation"]["first"] == first
+    gains = [o["weighted_speedup"] for o in doc["overall"]]
+    assert gains == sorted(gains, reverse=True)
+    chat = next(c for c in doc["cells"] if c["workload"] == "chat-4k")
+    assert chat["best"] == "int8-weights"            # the course: workload A quantizes weights first
+    doc_cell = next(c for c in doc["cells"] if c["workload"] == "docqa-128k")
+    assert doc_cell["best"] == "gqa-int8-kv"         # workload B shrinks the KV first
+
+
+def test_compare_markdown(runner):
+    res = runner.invoke(main, ["compare", str(CLAIMS / "kv2x.yaml"), str(CLAIMS / "int8-weights.yaml")])
+    assert res.stdout.startswith("<!-- triage comparison") and "## Per workload" in res.stdout
+    assert runner.invoke(main, ["compare", str(CLAIMS / "kv2x.yaml")]).exit_code == 2
+
+
+# ---- crossover, SLO throughput, sensitivity, verification plan ----
+
+@pytest.fixture(scope="module")
+def kv2x_analysis():
+    return triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()["analysis"]
+
+
+def test_kv2x_crossover_context(kv2x_analysis):
+    a100 = next(x for x in kv2x_analysis["crossover"] if x["hardware"] == "a100-80gb")
+    rows = {r["batch"]: r for r in a100["rows"]}
+    # a 2x KV saving reaches 1.10x once KV is 18 % of the bytes: 6k tokens at batch 1 for Llama 2 7B
+    assert rows[1]["theoretical"] == "above 6k tokens" and rows[1]["first_context"] == 6144
+    assert rows[16]["theoretical"] == "above 384 tokens"
+    assert "at batch 1 it pays above 6k tokens" in a100["text"]
+
+
+def test_slo_throughput_turns_kv_savings_into_concurrency(kv2x_analysis):
+    h100_chat = kv2x_analysis["slo_throughput"][1]
+    assert h100_chat["baseline"]["batch"] == 32 and h100_chat["claim"]["batch"] == 64
+    assert h100_chat["gain"] > 1.8
+
+
+def test_sensitivity_shows_a_missing_kernel(kv2x_analysis):
+    rows = {(r["input"], r["value"]): r for r in kv2x_analysis["sensitivity"]}
+    assert rows[("kernel reads the new format", "no")]["weighted_speedup"] < 1.0
+    assert rows[("kernel bandwidth efficiency", "1")]["weighted_speedup"] > \
+        rows[("kernel bandwidth efficiency", "0.5")]["weighted_speedup"]
+
+
+def test_verification_plan_has_commands_and_a_needle_test_where_it_matters(kv2x_analysis):
+    steps = kv2x_analysis["verification_plan"]
+    assert steps[0]["command"].startswith("vllm bench serve --model meta-llama/Llama-2-7b-hf")
+    assert "--metadata workload=chat-4k hardware=a100-80gb variant=VARIANT" in steps[0]["command"]
+    assert any("needle-in-a-haystack at 131,072 tokens" in s["step"] for s in steps)
+    weights = triage.evaluate(CLAIMS / "int8-weights.yaml").to_dict()["analysis"]["verification_plan"]
+    assert not any("needle" in s["step"] for s in weights)       # weights do not touch the KV
+
+
+# ---- figures ----
+
+def test_memo_file_gets_two_svg_figures(runner, tmp_path):
+    out = tmp_path / "memo.md"
+    assert runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)]).exit_code == 0
+    for name in ("memo.roofline.svg", "memo.gain.svg"):
+        ET.parse(tmp_path / name)                                  # well-formed SVG
+        assert f"]({name})" in out.read_text()
+    assert (tmp_path / "memo.gain.svg").read_text().count("<rect") > 50
+    again = tmp_path / "second.md"
+    runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(again), "--figures", "none"])
+    assert "Figures skipped: --figures none." in again.read_text()
+    assert not (tmp_path / "second.roofline.svg").exists()
+    stdout = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml")]).stdout
+    assert "Figures skipped: figures are written only beside a memo file (-o)." in stdout
+
+
+# ---- measurements ----
+
+def test_vllm_results_fill_the_end_to_end_layer():
+    r = triage.evaluate(CLAIMS / "kv2x.yaml")
+    from triage.measured import apply
+
+    measured = apply(r, EXAMPLES / "measurements" / "vllm")
+    c = cell(measured, "chat-4k", "a100-80gb")
+    assert c["speedup"]["end_to_end"] == pytest.approx(9.25 / 8.96)
+    w = measured.measured["workloads"][0]
+    assert w["lost_in"].startswith("end-to-end")
+    assert cell(measured, "chat-4k", "h100-sxm")["speedup"]["end_to_end"] == \
+        cell(r, "chat-4k", "h100-sxm")["speedup"]["end_to_end"]
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"workload": "chat-4k", "variant": "faster", "hardware": "a100-80gb", "tpot": 0.01}',
+     "expected baseline or claim, got 'faster'"),
+    ('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot": -1}', "expected a time > 0"),
+    ('{"workload": "nope", "variant": "claim", "hardware": "a100-80gb", "tpot": 0.01}', "no cell for workload 'nope'"),
+    ('{"workload": "chat-4k", "variant": "claim", "tpot": 0.01}', "give hardware"),
+    ('{"workload": "chat-4k", "variant": "claim", "speed": 3}', "unknown measurement field 'speed'"),
+])
+def test_bad_measurements_are_user_errors(tmp_path, text, message):
+    from triage.measured import apply
+
+    f = tmp_path / "m.json"
+    f.write_text(text)
+    with pytest.raises(UserError, match=message):
+        apply(triage.evaluate(CLAIMS / "kv2x.yaml"), f)
+
+
+# ---- calibration ----
+
+def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
+    report = calibrate.calibrate(EXAMPLES / "measurements" / "gpt-fast-a100.csv")
+    (a100,) = report["hardware"]
+    assert a100["rows"] == 11
+    assert a100["error_after"] < a100["error_before"] * 0.6
+    assert 0.3 <= a100["fitted"]["bandwidth"] <= 1.0
+    out = tmp_path / "calibrated.yaml"
+    res = runner.invoke(main, ["calibrate", str(EXAMPLES / "measurements" / "gpt-fast-a100.csv"), "-o", str(out)])
+    assert res.exit_code == 0 and "Mean absolute prediction error" in res.stdout
+    matrix = workloads.load(out)
+    assert len(matrix) == 11
+    assert matrix.blocks[0].bandwidth_efficiency == a100["fitted"]["bandwidth"]
+
+
+def test_calibration_rows_need_a_measurement(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context\nllama-2-7b,a100-80gb,128\n")
+    with pytest.raises(UserError, match="row needs 'tokens_per_s or tpot'"):
+        calibrate.calibrate(f)

@@ -1,0 +1,190 @@
+"""`triage calibrate`: fit achieved bandwidth efficiency, compute efficiency and per-step overhead per
+hardware from measured step times, and write a workload file that uses them.
+
+Each measurement row is priced by the cost model once (FLOPs and bytes per operator group); the fit
+is a grid search over (bandwidth efficiency, compute efficiency, overhead) minimizing the squared log
+error of t = Σ_g max(F_g/(peak·ce), B_g/(BW·be)) + all-reduces + overhead, vectorized over the grid
+and the rows together.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import gaps, workloads
+from .cards import Claim
+from .costmodel import GROUPS, comm_time, step_cost
+from .errors import Problem, UserError
+from .yamlio import read_text
+
+BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
+COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
+OVERHEAD = np.round(np.arange(0.0, 10.0001, 0.1), 1) * 1e-3
+DEFAULT = {"bandwidth": 0.85, "compute": 0.70, "overhead_s": 0.0}
+REQUIRED = ("model", "hardware", "context")
+
+
+@dataclass
+class Row:
+    """One measurement and its cost-model terms."""
+
+    spec: dict[str, Any]
+    measured_s: float
+    flops: np.ndarray      # per group
+    bytes: np.ndarray
+    peak: float
+    bandwidth: float
+    comm_s: float
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    text = read_text(path)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows:
+        raise UserError([Problem(str(path), path="", message="no measurement rows")])
+    for n, r in enumerate(rows, start=2):
+        missing = [k for k in REQUIRED if not r.get(k)]
+        if missing or not (r.get("tokens_per_s") or r.get("tpot")):
+            need = missing or ["tokens_per_s or tpot"]
+            raise UserError([Problem(str(path), n, 1, f"$.{need[0]}", f"row needs {need[0]!r}")])
+    return rows
+
+
+def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
+    """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
+    from . import units
+
+    batch = int(raw.get("batch") or 1)
+    weights = raw.get("weights", "bf16")
+    change: dict[str, Any] = {"weight_bytes": 1.0}
+    if weights in ("int8", "int4"):
+        group = int(raw.get("group_size") or 1_000_000)
+        change = {"weight_quant": {"bits": 8 if weights == "int8" else 4, "group_size": group,
+                                   "scale_bits": int(raw.get("scale_bits") or 16),
+                                   "zero_bits": int(raw.get("zero_bits") or 0),
+                                   "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}}
+    try:
+        matrix = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
+                                              "precision": {"weights": "bf16", "kv": "bf16", "activations": "bf16",
+                                                            "compute": "bf16"},
+                                              "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
+                                              "tp": int(raw.get("tp") or 1), "reserve": 0},
+                                 "workloads": [{"name": "m", "phase": raw.get("phase", "decode"),
+                                                "context": int(float(raw["context"])), "batch": batch}]}, catalog)
+    except UserError as err:
+        raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
+    claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
+    g = gaps.compute(matrix, claim, catalog.models)
+    x = g.claim.inputs
+    cost = step_cost(x)
+    hw = gaps.machine(matrix)
+    if raw.get("tokens_per_s"):
+        tokens = batch if matrix.decode[0] else batch * matrix.context[0]
+        measured = float(tokens) / float(raw["tokens_per_s"])
+    else:
+        measured = units.parse(raw["tpot"], "time")
+    return Row(spec=dict(raw), measured_s=measured,
+               flops=np.array([float(cost.flops[k][0]) / float(cost.peak_mult[k]) for k in GROUPS]),
+               bytes=np.array([float(cost.bytes[k][0]) for k in GROUPS]),
+               peak=float(np.broadcast_to(hw.peak, (1,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (1,))[0]),
+               comm_s=float(comm_time(x, hw.link_bandwidth, hw.link_latency)[0]))
+
+
+def _predict(rows: list[Row], be: Any, ce: Any, overhead: Any) -> np.ndarray:
+    """Predicted seconds, broadcasting the parameters against the rows (rows on the last axis)."""
+    flops = np.stack([r.flops for r in rows])            # rows × groups
+    nbytes = np.stack([r.bytes for r in rows])
+    peak = np.array([r.peak for r in rows])[:, None]
+    bw = np.array([r.bandwidth for r in rows])[:, None]
+    comm = np.array([r.comm_s for r in rows])
+    be, ce, overhead = (np.asarray(v, dtype=float)[..., None, None] for v in (be, ce, overhead))
+    t = np.maximum(flops / (peak * ce), nbytes / (bw * be)).sum(axis=-1)
+    return t + comm + overhead[..., 0]
+
+
+def _error(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    return np.mean(np.log(pred / measured) ** 2, axis=-1)
+
+
+def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.mean(np.abs(pred / measured - 1.0)))
+
+
+def calibrate(path: Path | str) -> dict[str, Any]:
+    """Fit per hardware; report the parameters and the prediction error before and after."""
+    from . import catalog as catalog_mod
+
+    cat = catalog_mod.load()
+    path = Path(path)
+    rows = [_price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
+    report: dict[str, Any] = {"source": str(path), "hardware": []}
+    be, ce, oh = np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij")
+    for hw in sorted({r.spec["hardware"] for r in rows}):
+        group = [r for r in rows if r.spec["hardware"] == hw]
+        measured = np.array([r.measured_s for r in group])
+        before = _predict(group, DEFAULT["bandwidth"], DEFAULT["compute"], DEFAULT["overhead_s"])
+        err = _error(_predict(group, be, ce, oh), measured)
+        # among equally good fits keep the defaults: an efficiency no point binds is not identifiable
+        err = err + 1e-12 * (np.abs(ce - DEFAULT["compute"]) + np.abs(be - DEFAULT["bandwidth"]))
+        best = np.unravel_index(int(np.argmin(err)), err.shape)
+        fit = {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
+        after = _predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"])
+        binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
+                      for r in group)
+        report["hardware"].append({
+            "hardware": hw, "rows": len(group), "fitted": fit, "default": DEFAULT,
+            "compute_identified": bool(binding),
+            "error_before": _mape(np.asarray(before).ravel(), measured),
+            "error_after": _mape(np.asarray(after).ravel(), measured),
+            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "tp", "batch", "context", "source")},
+                        "measured_s": r.measured_s, "before_s": float(np.ravel(before)[i]),
+                        "after_s": float(np.ravel(after)[i])} for i, r in enumerate(group)]})
+    return report
+
+
+def workload_file(report: dict[str, Any]) -> str:
+    """A workload file with one workload per measured configuration, at the fitted efficiencies."""
+    import yaml
+
+    entries = []
+    for h in report["hardware"]:
+        f = h["fitted"]
+        for n, p in enumerate(h["points"]):
+            entries.append({"name": f"{h['hardware']}-{n + 1}", "model": p["model"], "hardware": h["hardware"],
+                            "context": int(float(p["context"])), "batch": int(p["batch"] or 1),
+                            "tp": int(p["tp"] or 1),
+                            "efficiency": {"bandwidth": f["bandwidth"], "compute": f["compute"]},
+                            "overhead": f"{f['overhead_s'] * 1e3:g} ms"})
+    header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
+              "# efficiencies and overhead fitted per hardware from measured step times\n")
+    return header + yaml.safe_dump({"defaults": {"precision": {"weights": "bf16", "kv": "bf16",
+                                                               "activations": "bf16", "compute": "bf16"}},
+                                    "workloads": entries}, sort_keys=False, width=120)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The calibration report: fitted values and the error before and after, per point."""
+    from . import units
+
+    lines = ["<!-- triage calibration report -->", f"# Calibration: `{report['source']}`", ""]
+    for h in report["hardware"]:
+        f = h["fitted"]
+        lines += [f"## {h['hardware']} ({h['rows']} measurements)", "",
+                  f"Fitted: bandwidth efficiency **{f['bandwidth']:.2f}**, compute efficiency **{f['compute']:.2f}**, "
+                  f"overhead **{units.fmt_time(f['overhead_s'])}** per step (defaults {DEFAULT['bandwidth']:.2f}, "
+                  f"{DEFAULT['compute']:.2f}, 0 s). Mean absolute prediction error: "
+                  f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}**.", "",
+                  "| model | weights | tp | batch | context | measured | predicted before | predicted after | source |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|---|"]
+        for p in h["points"]:
+            lines.append(f"| {p['model']} | {p['weights']} | {p['tp'] or 1} | {p['batch'] or 1} | {p['context']} | "
+                         f"{units.fmt_time(p['measured_s'])} | {units.fmt_time(p['before_s'])} | "
+                         f"{units.fmt_time(p['after_s'])} | {p['source'] or ''} |")
+        lines.append("")
+    return "\n".join(lines)
