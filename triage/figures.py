@@ -11,6 +11,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 W, H, PAD = 640, 400, 60
+TOP, BOTTOM = PAD - 20, H - PAD - 20       # the plotting frame's vertical extent
 PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
 
 
@@ -26,7 +27,7 @@ def _frame(title: str, xlabel: str, ylabel: str) -> list[str]:
             f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{escape(title)}</text>',
             f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">{escape(xlabel)}</text>',
             f'<text x="16" y="{H / 2}" text-anchor="middle" transform="rotate(-90 16 {H / 2})">{escape(ylabel)}</text>',
-            f'<rect x="{PAD}" y="{PAD - 20}" width="{W - 2 * PAD}" height="{H - 2 * PAD}" fill="none" stroke="#999"/>']
+            f'<rect x="{PAD}" y="{TOP}" width="{W - 2 * PAD}" height="{BOTTOM - TOP}" fill="none" stroke="#999"/>']
 
 
 def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title: str) -> str:
@@ -35,12 +36,12 @@ def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title
     y_lo = 1e10
     y_hi = max(h["peak"] for h in hardware) * 2
     sx = _log_scale(x_lo, x_hi, PAD, W - PAD)
-    sy = _log_scale(y_lo, y_hi, H - PAD - 20 + 20, PAD - 20)
+    sy = _log_scale(y_lo, y_hi, BOTTOM, TOP)
     out = _frame(title, "arithmetic intensity (FLOP/B)", "attained FLOP/s")
     for k in range(-1, 6):
         x = sx(10.0 ** k)
-        out.append(f'<line x1="{x:.1f}" y1="{PAD - 20}" x2="{x:.1f}" y2="{H - PAD}" stroke="#eee"/>'
-                   f'<text x="{x:.1f}" y="{H - PAD + 14}" text-anchor="middle">1e{k}</text>')
+        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#eee"/>'
+                   f'<text x="{x:.1f}" y="{BOTTOM + 14}" text-anchor="middle">1e{k}</text>')
     for k in range(10, int(math.log10(y_hi)) + 1):
         y = sy(10.0 ** k)
         out.append(f'<line x1="{PAD}" y1="{y:.1f}" x2="{W - PAD}" y2="{y:.1f}" stroke="#eee"/>'
@@ -51,7 +52,7 @@ def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title
         path = [(x_lo, h["bandwidth"] * x_lo), (ridge, h["peak"]), (x_hi, h["peak"])]
         d = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(path))
         out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
-        out.append(f'<text x="{sx(x_hi) - 4:.1f}" y="{sy(h["peak"]) - 4:.1f}" text-anchor="end" fill="{color}">'
+        out.append(f'<text x="{sx(ridge) + 4:.1f}" y="{sy(h["peak"]) + 14:.1f}" fill="{color}">'
                    f'{escape(h["name"])} (ridge {ridge:.0f} FLOP/B)</text>')
     for n, p in enumerate(points):
         color = PALETTE[p["hardware_index"] % len(PALETTE)]
@@ -63,7 +64,7 @@ def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title
         out.append(f'<path d="M{cx:.1f},{cy - 5:.1f} L{cx + 5:.1f},{cy + 4:.1f} L{cx - 5:.1f},{cy + 4:.1f} Z" '
                    f'fill="{color}"/>')
         out.append(f'<text x="{bx + 6:.1f}" y="{by - 6 - 9 * (n % 3):.1f}" fill="#333">{escape(p["label"])}</text>')
-    out.append(f'<text x="{PAD + 6}" y="{H - PAD - 6}" fill="#333">circle: baseline; triangle: claim</text>')
+    out.append(f'<text x="{PAD + 6}" y="{BOTTOM - 6}" fill="#333">circle: baseline; triangle: claim</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -71,11 +72,11 @@ def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title
 def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], min_gain: float, title: str) -> str:
     """The bound over context × batch; cells at or above min_gain outlined."""
     nx, ny = len(contexts), len(batches)
-    cw, ch = (W - 2 * PAD) / nx, (H - 2 * PAD) / ny
+    cw, ch = (W - 2 * PAD) / nx, (BOTTOM - TOP) / ny
     top = max(max(row) for row in gains)
     out = _frame(title, "context (tokens)", "batch")
     for j, b in enumerate(batches):
-        y = H - PAD - (j + 1) * ch
+        y = BOTTOM - (j + 1) * ch
         out.append(f'<text x="{PAD - 4}" y="{y + ch / 2 + 4:.1f}" text-anchor="end">{b}</text>')
         for i, c in enumerate(contexts):
             g = gains[j][i]
@@ -91,7 +92,7 @@ def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], m
     for i, c in enumerate(contexts):
         if i % 2 == 0:
             label = f"{c / 1024:g}k" if c >= 1024 else str(c)
-            out.append(f'<text x="{PAD + (i + 0.5) * cw:.1f}" y="{H - PAD + 14}" text-anchor="middle">{label}</text>')
-    out.append(f'<text x="{W - PAD}" y="{PAD - 26}" text-anchor="end">outlined: bound ≥ {min_gain:g}×</text>')
+            out.append(f'<text x="{PAD + (i + 0.5) * cw:.1f}" y="{BOTTOM + 14}" text-anchor="middle">{label}</text>')
+    out.append(f'<text x="{W - PAD}" y="{TOP - 6}" text-anchor="end">outlined: bound ≥ {min_gain:g}×</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
