@@ -36,6 +36,22 @@ def _info(message: str) -> None:
         click.echo(message, err=True)
 
 
+def _format(fmt: str | None, output: Path | None) -> str:
+    """The --format given, else json for a .json output, else md."""
+    return fmt or ("json" if output is not None and output.suffix == ".json" else "md")
+
+
+def _deliver(text: str, output: Path | None, inputs: tuple[Path | None, ...], force: bool, note: str = "") -> None:
+    """Standard output, or an atomic write that never lands on an input."""
+    from .output import write_atomic
+
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    write_atomic(output, text, inputs=tuple(p for p in inputs if p is not None), force=force)
+    _info(f"wrote {output}{note}")
+
+
 def _verbose(message: str) -> None:
     if click.get_current_context().find_root().params.get("verbose"):
         click.echo(message, err=True)
@@ -132,7 +148,7 @@ def run(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str
     if len(cards) > 1 and not stack:
         raise click.UsageError("several cards: add --stack to apply them together, or use `triage compare`")
     card: Any = list(cards) if len(cards) > 1 else cards[0]
-    fmt = "brief" if brief else fmt or ("json" if output is not None and output.suffix == ".json" else "md")
+    fmt = "brief" if brief else _format(fmt, output)
     start = time.perf_counter()
     result = evaluate(card, workloads, model)
     if measured is not None:
@@ -159,11 +175,8 @@ def run(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str
         text = RENDERERS[fmt](result)
     _verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
              f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_atomic(output, text, inputs=tuple(p for p in (*cards, workloads) if p is not None), force=force)
-        _info(f"wrote {output} ({len(result)} cells, decision {result.decision()['verdict']})")
+    _deliver(text, output, (*cards, workloads), force,
+             f" ({len(result)} cells, decision {result.decision()['verdict']})")
 
 
 @main.command()
@@ -188,19 +201,13 @@ def compare(cards: tuple[Path, ...], workloads: Path | None, model: str | None, 
     """
     from .compare import comparison, render_markdown
     from .engine import evaluate
-    from .output import write_atomic
 
     if len(cards) < 2:
         raise click.UsageError("compare needs at least two cards")
-    fmt = fmt or ("json" if output is not None and output.suffix == ".json" else "md")
     results = [evaluate(card, workloads, model) for card in cards]
-    text = render_markdown(results) if fmt == "md" else json.dumps(comparison(results), indent=2,
-                                                                      ensure_ascii=False, allow_nan=False) + "\n"
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_atomic(output, text, inputs=tuple(p for p in (*cards, workloads) if p is not None), force=force)
-        _info(f"wrote {output}")
+    text = render_markdown(results) if _format(fmt, output) == "md" else json.dumps(
+        comparison(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    _deliver(text, output, (*cards, workloads), force)
 
 
 @main.command()
@@ -391,15 +398,10 @@ def import_config(config: Path, key: str, output: Path | None, force: bool) -> N
     import yaml
 
     from .hfconfig import load_model, read_config, to_entry
-    from .output import write_atomic
 
     entry = to_entry(read_config(config), str(config))
     model = load_model(config, key=key)          # validates it as the catalog would
     header = (f"# triage workload file: model {key!r} from {config}\n"
               f"# {model.params:,.0f} parameters, {model.kv_elements_per_token:,.0f} KV elements per token\n")
     text = header + yaml.safe_dump({"models": {key: entry}}, sort_keys=False, allow_unicode=True, width=100)
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_atomic(output, text, inputs=(config,), force=force)
-        _info(f"wrote {output}")
+    _deliver(text, output, (config,), force)
