@@ -134,7 +134,9 @@ def test_internal_error_exits_3_with_a_hint(runner, monkeypatch):
 
 
 def test_help_has_examples(runner):
-    for args in (["--help"], ["run", "--help"], ["validate", "--help"]):
+    for args in (["--help"], ["run", "--help"], ["validate", "--help"], ["compare", "--help"], ["calibrate", "--help"],
+                 ["schema", "--help"], ["new", "--help"], ["catalog", "--help"], ["catalog", "models", "--help"],
+                 ["catalog", "import", "--help"]):
         res = runner.invoke(main, args)
         assert res.exit_code == 0 and "Example:" in res.stdout
 

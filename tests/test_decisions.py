@@ -188,3 +188,19 @@ def test_calibration_rows_need_a_measurement(tmp_path):
     f.write_text("model,hardware,context\nllama-2-7b,a100-80gb,128\n")
     with pytest.raises(UserError, match="row needs 'tokens_per_s or tpot'"):
         calibrate.calibrate(f)
+
+
+@pytest.mark.parametrize("row,message", [
+    ("llama-2-7b,a100-80gb,abc,1,bf16,100", "$.context: expected a number, got 'abc'"),
+    ("llama-2-7b,a100-80gb,128,0,bf16,100", "$.batch: expected a finite number > 0, got '0'"),
+    ("llama-2-7b,a100-80gb,128,1,int3,100", "$.weights: expected bf16, fp16, int8 or int4, got 'int3'"),
+    ("llama-2-7b,a100-80gb,128,1,bf16,nan", "$.tokens_per_s: expected a finite number > 0, got 'nan'"),
+    ("llama-2-8b,a100-80gb,128,1,bf16,100", "unknown model 'llama-2-8b'"),
+])
+def test_calibration_rows_are_validated(tmp_path, row, message):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context,batch,weights,tokens_per_s\n" + row + "\n")
+    with pytest.raises(UserError) as err:
+        calibrate.calibrate(f)
+    assert message in str(err.value)
+    assert str(err.value).startswith(f"{f}:2:1")

@@ -45,7 +45,10 @@ class Row:
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     text = read_text(path)
-    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
     if not rows:
         raise UserError([Problem(str(path), path="", message="no measurement rows")])
     for n, r in enumerate(rows, start=2):
@@ -56,27 +59,45 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int) -> Any:
+    """A numeric column of a row, or UserError naming it."""
+    value = raw.get(key)
+    if value in (None, ""):
+        return default
+    try:
+        number = kind(float(value)) if kind is int else float(value)
+    except (TypeError, ValueError):
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {value!r}")]) from None
+    if not np.isfinite(number) or number <= 0:
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number > 0, got {value!r}")])
+    return number
+
+
 def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
     from . import units
 
-    batch = int(raw.get("batch") or 1)
-    weights = raw.get("weights", "bf16")
+    batch = _field(raw, "batch", file, line, 1)
+    context = _field(raw, "context", file, line)
+    tp = _field(raw, "tp", file, line, 1)
+    weights = raw.get("weights") or "bf16"
+    if weights not in ("bf16", "fp16", "int8", "int4"):
+        raise UserError([Problem(file, line, 1, "$.weights", f"expected bf16, fp16, int8 or int4, got {weights!r}")])
     change: dict[str, Any] = {"weight_bytes": 1.0}
     if weights in ("int8", "int4"):
-        group = int(raw.get("group_size") or 1_000_000)
+        group = _field(raw, "group_size", file, line, 1_000_000)
         change = {"weight_quant": {"bits": 8 if weights == "int8" else 4, "group_size": group,
-                                   "scale_bits": int(raw.get("scale_bits") or 16),
-                                   "zero_bits": int(raw.get("zero_bits") or 0),
+                                   "scale_bits": _field(raw, "scale_bits", file, line, 16),
+                                   "zero_bits": int(float(raw.get("zero_bits") or 0)),
                                    "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}}
     try:
         matrix = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
                                               "precision": {"weights": "bf16", "kv": "bf16", "activations": "bf16",
                                                             "compute": "bf16"},
                                               "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
-                                              "tp": int(raw.get("tp") or 1), "reserve": 0},
-                                 "workloads": [{"name": "m", "phase": raw.get("phase", "decode"),
-                                                "context": int(float(raw["context"])), "batch": batch}]}, catalog)
+                                              "tp": tp, "reserve": 0},
+                                 "workloads": [{"name": "m", "phase": raw.get("phase") or "decode",
+                                                "context": context, "batch": batch}]}, catalog)
     except UserError as err:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
@@ -86,9 +107,12 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     hw = gaps.machine(matrix)
     if raw.get("tokens_per_s"):
         tokens = batch if matrix.decode[0] else batch * matrix.context[0]
-        measured = float(tokens) / float(raw["tokens_per_s"])
+        measured = float(tokens) / _field(raw, "tokens_per_s", file, line, kind=float)
     else:
-        measured = units.parse(raw["tpot"], "time")
+        try:
+            measured = units.parse(raw["tpot"], "time")
+        except units.UnitError as exc:
+            raise UserError([Problem(file, line, 1, "$.tpot", str(exc))]) from None
     return Row(spec=dict(raw), measured_s=measured,
                flops=np.array([float(cost.flops[k][0]) / float(cost.peak_mult[k]) for k in GROUPS]),
                bytes=np.array([float(cost.bytes[k][0]) for k in GROUPS]),

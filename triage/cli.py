@@ -364,7 +364,8 @@ def catalog() -> None:
 
 
 def _section(section: str) -> Any:
-    @catalog.command(name=section, help=f"The shipped {section}, with derived figures and sources.")
+    @catalog.command(name=section, help=f"The shipped {section}, with derived figures and sources.\n\n"
+                                        f"\b\nExample:\n  triage catalog {section}\n  triage catalog {section} --format json")
     @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
                   help="md (a table) or json.")
     @_guard

@@ -78,9 +78,12 @@ def read(path: Path | str) -> list[dict[str, Any]]:
         return [row for f in files for row in read(f)]
     text = read_text(path)
     if path.suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        return [_row({k: v for k, v in r.items() if v not in (None, "")}, str(path), n + 2)
-                for n, r in enumerate(reader)]
+        try:
+            records = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
+        return [_row({k: v for k, v in r.items() if k is not None and v not in (None, "")}, str(path), n + 2)
+                for n, r in enumerate(records)]
     from .hfconfig import load_json
 
     data = load_json(text, str(path))
