@@ -90,5 +90,6 @@ def render(section: str, fmt: str) -> str:
         ["workload", "phase", "context", "batch", "share", "models", "hardware", "SLO", "long context"],
         [[r["name"], r["phase"], f"{r['context']:,}", str(r["batch"]), units.fmt_percent(r["share"]),
           ", ".join(r["models"]), ", ".join(r["hardware"]),
-          f"{'TPOT' if r['phase'] == 'decode' else 'TTFT'} ≤ {units.fmt_time(r['slo_s'])}" if r["slo_s"] else "no target",
+          (f"{'TPOT' if r['phase'] == 'decode' else 'TTFT'} ≤ {units.fmt_time(r['slo_s'])}" if r["slo_s"]
+           else "no target"),
           "yes" if r["long_context"] else "no"] for r in rows])

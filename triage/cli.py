@@ -364,8 +364,9 @@ def catalog() -> None:
 
 
 def _section(section: str) -> Any:
-    @catalog.command(name=section, help=f"The shipped {section}, with derived figures and sources.\n\n"
-                                        f"\b\nExample:\n  triage catalog {section}\n  triage catalog {section} --format json")
+    @catalog.command(name=section, help=(f"The shipped {section}, with derived figures and sources.\n\n\b\n"
+                                         f"Example:\n  triage catalog {section}\n"
+                                         f"  triage catalog {section} --format json"))
     @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
                   help="md (a table) or json.")
     @_guard
