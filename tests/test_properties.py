@@ -136,11 +136,11 @@ def test_kv_only_saving_grows_with_context(kv, model, hw, batch, contexts):
 
 
 @given(fraction, fraction, cells)
-def test_combining_disjoint_byte_savings_adds_the_savings(kv, w, cell):
+def test_stacking_disjoint_byte_savings_adds_the_savings(kv, w, cell):
     m = _matrix([cell])
     a = triage.evaluate(_card({"kv_bytes": kv}), m).gaps
     b = triage.evaluate(_card({"weight_bytes": w}), m).gaps
-    both = triage.evaluate(_card({"kv_bytes": kv, "weight_bytes": w}), m).gaps
+    both = triage.evaluate([_card({"kv_bytes": kv}), _card({"weight_bytes": w})], m).gaps   # stacked
     assert both.speedup_theoretical[0] >= max(a.speedup_theoretical[0], b.speedup_theoretical[0]) - 1e-12
     total = a.base.cost.total_bytes[0]
     saved_a = total - a.claim.cost.total_bytes[0]
