@@ -19,8 +19,6 @@ import numpy as np
 
 from .costmodel import StepInputs
 
-FORMAT_READS = ("kv_read_bpe", "weight_read_bpe", "head_read_bpe")
-
 
 @dataclass(frozen=True)
 class Context:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from . import units
-from .costmodel import GROUPS
 from .mechanisms import REGISTRY
 from .resources import resource_dir
 from .result import Result
@@ -15,13 +14,6 @@ from .result import Result
 MAX_MEMO_CELLS = 200   # a memo lists at most this many cells; the JSON always has all of them
 MARKER = "<!-- triage decision memo"
 BRIEF_MARKER = "<!-- triage reading-group brief"
-
-
-def _group_view(cell: dict[str, Any], side: str) -> list[dict[str, Any]]:
-    v = cell[side]
-    total = v["bytes_per_step"] or 1.0
-    return [{"group": g, "bytes": v["bytes_by_group"][g], "flops": v["flops_by_group"][g],
-             "fraction": (v["bytes_by_group"][g] or 0.0) / total} for g in GROUPS]
 
 
 def _cell_view(cell: dict[str, Any]) -> dict[str, Any]:
@@ -33,9 +25,7 @@ def _cell_view(cell: dict[str, Any]) -> dict[str, Any]:
     return {**cell,
             "label": label,
             "kv_fraction": kv / nbytes,
-            "intensity": flops / nbytes,
-            "groups": _group_view(cell, "baseline"),
-            "claim_groups": _group_view(cell, "claim")}
+            "intensity": flops / nbytes}
 
 
 def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, str]]:
