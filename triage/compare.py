@@ -22,7 +22,7 @@ def _gain(cell: dict[str, Any]) -> float:
 
 def comparison(results: list[Result]) -> dict[str, Any]:
     """The JSON of a comparison: per-cell rankings and the overall table."""
-    docs = [r.to_dict() for r in results]
+    docs = [r.to_dict(with_analysis=False) for r in results]
     ids = [d["claim"]["id"] for d in docs]
     cells = []
     for i, first in enumerate(docs[0]["cells"]):

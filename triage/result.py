@@ -36,15 +36,22 @@ class Result:
     parts: list[tuple[Claim, Gaps]] = field(default_factory=list)   # a stack's cards, each alone
     models: dict[str, Any] = field(default_factory=dict)             # the catalog's, for re-evaluations
     measured: dict[str, Any] = field(default_factory=dict)           # filled by triage.measured.apply
+    _analysis: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def analysis(self) -> dict[str, Any]:
-        """Where the claim pays (crossover), throughput at the SLO, sensitivity, and the verification plan."""
+        """Where the claim pays (crossover), throughput at the SLO, sensitivity, and the verification plan.
+
+        Computed once per result: it re-evaluates the claim on derived matrices, and a memo written with
+        its figures asks for it twice.
+        """
         from . import sweep, verification
 
-        return {"crossover": sweep.crossover(self, self.models),
-                "slo_throughput": sweep.slo_throughput(self, self.models),
-                "sensitivity": sweep.sensitivity(self, self.models),
-                "verification_plan": verification.plan(self)}
+        if self._analysis is None:
+            self._analysis = {"crossover": sweep.crossover(self, self.models),
+                              "slo_throughput": sweep.slo_throughput(self, self.models),
+                              "sensitivity": sweep.sensitivity(self, self.models),
+                              "verification_plan": verification.plan(self)}
+        return self._analysis
 
     def __len__(self) -> int:
         return len(self.matrix)
@@ -162,8 +169,9 @@ class Result:
                     "source": "SI and IEC 80000-13"})
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """Exactly the JSON `triage run --format json` prints."""
+    def to_dict(self, with_analysis: bool = True) -> dict[str, Any]:
+        """Exactly the JSON `triage run --format json` prints (``with_analysis=False`` leaves out the
+        'analysis' key, which `triage compare` does not use)."""
         question, number, failure = DIRECTIONS[self.claim.direction]
         claim = self.claim.to_dict()
         claim["direction_question"] = {"question": question, "number": number, "failure_mode": failure}
@@ -174,7 +182,7 @@ class Result:
             "workloads": self.matrix.source,
             "cells": [self.cell(i) for i in range(len(self))],
             "decision": self.decision(),
-            "analysis": self.analysis(),
+            **({"analysis": self.analysis()} if with_analysis else {}),
             "measured": self.measured,
             "assumptions": self.assumptions(),
         }
