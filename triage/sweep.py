@@ -50,12 +50,11 @@ def crossover(result: Result, models: dict[str, Any]) -> list[dict[str, Any]]:
     """Per model × hardware of the matrix (decode): where the bound and the expected gain reach min_gain."""
     m = result.matrix
     out = []
-    seen = set()
-    for i in range(len(m)):
+    decode = np.flatnonzero(m.decode)
+    pairs = m.model_idx[decode] * len(m.hardware) + m.hardware_idx[decode]
+    _, first = np.unique(pairs, return_index=True)          # the first decode cell of each model × hardware
+    for i in decode[np.sort(first)]:
         key = (int(m.model_idx[i]), int(m.hardware_idx[i]))
-        if not m.decode[i] or key in seen:
-            continue
-        seen.add(key)
         ctx, bat = np.meshgrid(CONTEXTS, BATCHES)
         grid = _replicate(m, i, ctx.ravel(), bat.ravel())
         g = gaps.compute(grid, result.claim, models)
