@@ -97,8 +97,8 @@ def apply(result: Result, path: Path | str) -> Result:
     """The result with measured times in the end-to-end layer, and a per-workload comparison."""
     rows = read(path)
     m, g = result.matrix, result.gaps
-    names = np.array([m.blocks[b].name for b in m.block_idx])
-    hws = np.array([m.hardware[h].key for h in m.hardware_idx])
+    names = np.array([b.name for b in m.blocks])[m.block_idx]
+    hws = np.array([h.key for h in m.hardware])[m.hardware_idx]
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         cells = np.flatnonzero((names == row["workload"]) & ((hws == row["hardware"]) if row["hardware"] else True))

@@ -56,10 +56,6 @@ class Result:
     def __len__(self) -> int:
         return len(self.matrix)
 
-    @property
-    def verdict_labels(self) -> list[str]:
-        return [LABELS[c] for c in self.verdicts.code]
-
     def decision(self) -> dict[str, Any]:
         return decision(self.matrix, self.claim, self.gaps, self.verdicts)
 
