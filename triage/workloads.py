@@ -220,7 +220,7 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
     ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
     """
     cat = catalog or catalog_mod.load()
-    base_doc = load_file(catalog_mod.default_workloads_path(), "triage/catalog/workloads.yaml", trusted=True)
+    base_doc = catalog_mod.default_workloads()
     user_doc = _open(source)
     doc = user_doc or base_doc
     problems = validate(doc, "workloads")

@@ -161,6 +161,7 @@ def load() -> Catalog:
                    _load_section("models.yaml", "models", parse_model))
 
 
-def default_workloads_path() -> Any:
-    """The shipped default workload matrix."""
-    return catalog_file("workloads.yaml")
+@cache
+def default_workloads() -> Document:
+    """The shipped default workload matrix, parsed once (a workload file's defaults merge over it)."""
+    return load_file(catalog_file("workloads.yaml"), "triage/catalog/workloads.yaml", trusted=True)
