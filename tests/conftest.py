@@ -46,3 +46,11 @@ def card(change: dict[str, Any], **extra: Any) -> dict[str, Any]:
 @pytest.fixture
 def evaluate():
     return triage.evaluate
+
+
+def load_workloads(source: Any) -> Any:
+    """A workload file or dict built into the matrix of numpy columns."""
+    from triage.inputs import workloads
+    from triage.model import matrix
+
+    return matrix.build(workloads.load(source))

@@ -2,9 +2,9 @@
 
 import pytest
 
-from triage import catalog
-from triage.resources import catalog_file
-from triage.yamlio import load_file
+from triage.inputs import catalog
+from triage.io.resources import catalog_file
+from triage.io.yamlio import load_file
 
 CAT = catalog.load()
 

@@ -119,12 +119,12 @@ def test_usage_error_exits_2(runner):
 
 
 def test_internal_error_exits_3_with_a_hint(runner, monkeypatch):
-    import triage.engine
+    import triage.cli.run
 
     def boom(*_a, **_k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(triage.engine, "evaluate", boom)
+    monkeypatch.setattr(triage.cli.run, "evaluate", boom)
     res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml")])
     assert res.exit_code == 3
     assert res.stderr == ("internal error: RuntimeError: boom\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import triage
-from triage import cards, workloads
 from triage.errors import UserError
+from triage.inputs import cards, workloads
 
-from conftest import CLAIMS, ROOT
+from conftest import CLAIMS, ROOT, load_workloads
 
 CORPUS = ROOT / "tests" / "corpus"
 NEG_CARDS = sorted((CORPUS / "negative" / "cards").glob("*.yaml"))
@@ -65,9 +65,9 @@ def test_positive_workloads_evaluate(path):
 
 
 def test_grid_expands_every_axis():
-    m = workloads.load(CORPUS / "positive" / "workloads" / "grid.yaml")
+    m = load_workloads(CORPUS / "positive" / "workloads" / "grid.yaml")
     assert len(m) == 2 * 3 * 2 * 2                   # phase × context × batch × model
-    m = workloads.load(CORPUS / "positive" / "workloads" / "mixed.yaml")
+    m = load_workloads(CORPUS / "positive" / "workloads" / "mixed.yaml")
     # chat: 2 models × 1 hardware; rag: 2 models × 2 hardware; grid: 2 × 2 contexts × batches × 2 models
     assert len(m) == 2 + 4 + 8
 

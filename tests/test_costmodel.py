@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 import triage
-from triage import catalog, costmodel
-from triage.gaps import baseline_inputs
-from triage.specs import BYTES_PER_ELEMENT, bytes_per_element
-from triage.workloads import load as load_workloads
+from triage.inputs import catalog
+from triage.inputs.specs import BYTES_PER_ELEMENT, bytes_per_element
+from triage.model import roofline as costmodel
+from triage.model.layers import baseline_inputs
 
-from conftest import GB, GiB, MiB, card, cell
+from conftest import GB, GiB, MiB, card, cell, load_workloads
 
 CAT = catalog.load()
 

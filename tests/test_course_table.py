@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import triage
-from triage import catalog, costmodel
-from triage.cards import HOURS_PER_WEEK
-from triage.gaps import baseline_inputs
-from triage.specs import Hardware
-from triage.workloads import load as load_workloads
+from triage.inputs import catalog
+from triage.inputs.claim import HOURS_PER_WEEK
+from triage.inputs.specs import Hardware
+from triage.model import roofline as costmodel
+from triage.model.layers import baseline_inputs
 
-from conftest import CLAIMS, COURSE, GiB, cell, course_matrix
+from conftest import CLAIMS, COURSE, GiB, cell, course_matrix, load_workloads
 
 COURSE_7B = catalog.load().models["course-7b"]
 

@@ -7,11 +7,13 @@ import pytest
 from click.testing import CliRunner
 
 import triage
-from triage import calibrate, cards, workloads
+from triage.analysis import calibrate
 from triage.cli import main
 from triage.errors import UserError
+from triage.inputs import cards
+from triage.report.result import with_measurements
 
-from conftest import CLAIMS, COURSE, ROOT, cell
+from conftest import CLAIMS, COURSE, ROOT, cell, load_workloads
 
 EXAMPLES = ROOT / "examples"
 
@@ -139,12 +141,10 @@ def test_memo_file_gets_two_svg_figures(runner, tmp_path):
 
 def test_vllm_results_fill_the_end_to_end_layer():
     r = triage.evaluate(CLAIMS / "kv2x.yaml")
-    from triage.measured import apply
-
-    measured = apply(r, EXAMPLES / "measurements" / "vllm")
+    measured = with_measurements(r, EXAMPLES / "measurements" / "vllm")
     c = cell(measured, "chat-4k", "a100-80gb")
     assert c["speedup"]["end_to_end"] == pytest.approx(9.25 / 8.96)
-    w = measured.measured["workloads"][0]
+    w = measured.evaluation.measured["workloads"][0]
     assert w["lost_in"].startswith("end-to-end")
     assert cell(measured, "chat-4k", "h100-sxm")["speedup"]["end_to_end"] == \
         cell(r, "chat-4k", "h100-sxm")["speedup"]["end_to_end"]
@@ -159,12 +159,10 @@ def test_vllm_results_fill_the_end_to_end_layer():
     ('{"workload": "chat-4k", "variant": "claim", "speed": 3}', "unknown measurement field 'speed'"),
 ])
 def test_bad_measurements_are_user_errors(tmp_path, text, message):
-    from triage.measured import apply
-
     f = tmp_path / "m.json"
     f.write_text(text)
     with pytest.raises(UserError, match=message):
-        apply(triage.evaluate(CLAIMS / "kv2x.yaml"), f)
+        with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), f)
 
 
 # ---- calibration ----
@@ -178,7 +176,7 @@ def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
     out = tmp_path / "calibrated.yaml"
     res = runner.invoke(main, ["calibrate", str(EXAMPLES / "measurements" / "gpt-fast-a100.csv"), "-o", str(out)])
     assert res.exit_code == 0 and "Mean absolute prediction error" in res.stdout
-    matrix = workloads.load(out)
+    matrix = load_workloads(out)
     assert len(matrix) == 11
     assert matrix.blocks[0].bandwidth_efficiency == a100["fitted"]["bandwidth"]
 

@@ -7,8 +7,10 @@ import pytest
 from click.testing import CliRunner
 
 import triage
-from triage import catalog, costmodel, mechanisms
 from triage.cli import main
+from triage.inputs import catalog
+from triage.model import mechanisms
+from triage.model import roofline as costmodel
 
 from conftest import CLAIMS, card, cell, course_matrix
 

@@ -7,9 +7,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from triage import cards
 from triage.cli import main
-from triage.resources import schema
+from triage.inputs import cards
+from triage.io.resources import schema
 
 from conftest import CLAIMS, ROOT
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import triage
-from triage.memo import render_brief, render_markdown
+from triage.report.memo import render_brief, render_markdown
 
 from conftest import ROOT
 

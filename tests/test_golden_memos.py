@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import triage
-from triage.memo import render_json, render_markdown
+from triage.report.memo import render_json, render_markdown
 
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())
 

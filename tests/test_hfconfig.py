@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 import triage
-from triage import costmodel
 from triage.cli import main
 from triage.errors import UserError
-from triage.hfconfig import load_model
+from triage.inputs.hfconfig import load_model
+from triage.model import roofline as costmodel
 
 from conftest import CLAIMS, ROOT, card, cell
 

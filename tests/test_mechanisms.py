@@ -4,8 +4,8 @@
 import pytest
 
 import triage
-from triage import mechanisms
-from triage.resources import schema
+from triage.io.resources import schema
+from triage.model import mechanisms
 
 from conftest import GiB, card, cell, course_matrix
 

@@ -21,8 +21,9 @@ def wheel(tmp_path_factory):
 def test_wheel_contains_schemas_templates_and_catalog(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("triage/schemas/claim.schema.json", "triage/schemas/workloads.schema.json",
-                     "triage/templates/memo.md.j2", "triage/catalog/hardware.yaml", "triage/catalog/models.yaml",
-                     "triage/catalog/workloads.yaml", "triage/cli.py"):
+                     "triage/templates/memo.md.j2", "triage/inputs/catalog/hardware.yaml",
+                     "triage/inputs/catalog/models.yaml", "triage/inputs/catalog/workloads.yaml",
+                     "triage/inputs/mechanisms.yaml", "triage/cli/__init__.py", "triage/cli/run.py"):
         assert required in names
 
 
@@ -31,7 +32,7 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(site)
     card = tmp_path / "card.yaml"
     card.write_text((CLAIMS / "kv2x.yaml").read_text())
-    code = ("import triage, triage.resources as r; res = triage.evaluate('card.yaml'); "
+    code = ("import triage, triage.io.resources as r; res = triage.evaluate('card.yaml'); "
             "print(triage.__file__); print(r.resource_dir('schemas')); print(res.decision()['verdict'])")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(site), "PATH": ""})

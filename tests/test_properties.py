@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import triage
-from triage import cards, catalog, workloads, yamlio
 from triage.errors import UserError
-from triage.resources import schema
+from triage.inputs import cards, catalog, workloads
+from triage.io import yamlio
+from triage.io.resources import schema
 
 settings.register_profile("default", max_examples=100, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -23,7 +23,8 @@ def test_help_sections_match_the_cli():
     text = README.read_text(encoding="utf-8")
     sections = list(SECTION.finditer(text))
     assert [m["args"] for m in sections] == ["--help", "run --help", "validate --help", "schema --help",
-                                                "new --help", "catalog --help", "compare --help", "calibrate --help"]
+                                                "new --help", "catalog --help", "compare --help", "calibrate --help",
+                                                "sweep --help"]
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
         text = SECTION.sub(lambda m: f"<!-- help: {m['args']} -->\n```\n{_help(m['args'])}```\n<!-- /help -->", text)
         README.write_text(text, encoding="utf-8")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from triage import units
+from triage.inputs import units
 
 
 @pytest.mark.parametrize("text,kind,expected", [

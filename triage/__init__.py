@@ -4,6 +4,8 @@
     >>> result = triage.evaluate("claims/kv2x.yaml")           # doctest: +SKIP
     >>> len(result), result.to_dict()["decision"]["verdict"]    # doctest: +SKIP
 
+The package is layered, each folder importing only the ones below it:
+io → inputs → model → analysis → report → cli (an import-linter contract in CI).
 Heavy modules (numpy, jsonschema, jinja2) load on first use, not on import.
 """
 
@@ -13,17 +15,20 @@ from typing import Any
 
 from .errors import Problem, UserError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["evaluate", "Problem", "UserError", "__version__"]
 
 
-def evaluate(card: Any, workloads: Any = None, model: str | None = None) -> Any:
+def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True) -> Any:
     """Evaluate a claim card (path or dict) over a workload matrix (path, dict or None for the default).
 
     ``model`` (a catalog name or a path to a Hugging Face config.json) replaces
-    every workload's model. Returns a triage.result.Result: ``len(result)``
-    cells, ``result.to_dict()`` is exactly the JSON of ``triage run --format json``.
+    every workload's model; ``analyse=False`` skips the crossover, SLO and
+    sensitivity analyses (a sweep). Returns a triage.report.result.Result:
+    ``len(result)`` cells, ``result.to_dict()`` is exactly the JSON of
+    ``triage run --format json``, ``result.to_frame()`` the cells as a pandas
+    DataFrame (the ``frame`` extra).
     """
-    from .engine import evaluate as _evaluate
+    from .report.result import evaluate as _evaluate  # numpy and the pipeline load here, not on `import triage`
 
-    return _evaluate(card, workloads, model)
+    return _evaluate(card, workloads, model, analyse)

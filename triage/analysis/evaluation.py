@@ -1,0 +1,33 @@
+"""The frozen result of the pipeline: arrays and analyses, computed once; the report renders it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..inputs.claim import Claim
+from ..inputs.specs import Model
+from ..model.layers import Gaps
+from ..model.matrix import Matrix
+from ..model.verdicts import Verdicts
+from .decision import Decision
+from .regions import Analysis
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Everything `triage run` knows about one claim on one matrix."""
+
+    claim: Claim
+    matrix: Matrix
+    gaps: Gaps
+    verdicts: Verdicts
+    decision: Decision
+    paper_check: dict[str, Any]
+    models: dict[str, Model]                                  # the catalog's and the workload file's
+    parts: tuple[tuple[Claim, Gaps], ...] = ()                # a stack's cards, each alone
+    analysis: Analysis | None = None                          # None when the caller asked for none (a sweep)
+    measured: dict[str, Any] = field(default_factory=dict)    # filled by measured.apply
+
+    def __len__(self) -> int:
+        return len(self.matrix)

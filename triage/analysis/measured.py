@@ -1,0 +1,141 @@
+"""Measurements: fill the implementation and end-to-end layers with what was measured.
+
+Accepted: CSV or JSON rows {workload, variant: baseline|claim, tpot, ttft, throughput, quality, hardware?},
+the JSON `vllm bench serve --save-result --metadata workload=W variant=V [hardware=H]` writes, or a
+folder of such files. tpot/ttft are seconds or quantities ('41 ms'); vLLM's *_ms fields are read as
+milliseconds. The memo then shows predicted against measured and which layer lost the gain.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..defaults import LIMITS
+from ..errors import Problem, UserError
+from ..inputs import units
+from ..io.files import read_text
+from ..io.jsonio import load_json
+from ..model import verdicts
+from . import decision
+from .evaluation import Evaluation
+
+FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "throughput", "quality")
+
+
+def _number(raw: Any, kind: str | None, where: Problem) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        value = units.parse(raw, kind) if kind else float(raw)
+    except (units.UnitError, ValueError, TypeError) as exc:
+        raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
+    if not math.isfinite(value) or value < 0:
+        raise UserError([Problem(where.file, where.line, where.col, where.path, f"expected a finite number >= 0, "
+                                                                              f"got {raw!r}")])
+    return value
+
+
+def _row(raw: dict[str, Any], file: str, line: int) -> dict[str, Any]:
+    """One measurement, normalised (seconds, tokens/s)."""
+    if "mean_tpot_ms" in raw or "median_tpot_ms" in raw:          # vllm bench serve --save-result
+        tpot = raw.get("median_tpot_ms", raw.get("mean_tpot_ms"))
+        ttft = raw.get("median_ttft_ms", raw.get("mean_ttft_ms"))
+        raw = {"workload": raw.get("workload"), "variant": raw.get("variant"), "hardware": raw.get("hardware"),
+               "tpot": f"{tpot} ms" if tpot is not None else None, "ttft": f"{ttft} ms" if ttft is not None else None,
+               "throughput": raw.get("output_throughput"), "quality": raw.get("quality")}
+    unknown = [k for k in raw if k not in FIELDS]
+    if unknown:
+        raise UserError([Problem(file, line, 1, f"$.{unknown[0]}", f"unknown measurement field {unknown[0]!r} "
+                                                                  f"(known: {', '.join(FIELDS)})")])
+    for key in ("workload", "variant"):
+        if not raw.get(key):
+            raise UserError([Problem(file, line, 1, f"$.{key}", f"missing {key!r} (vLLM: add --metadata "
+                                                                f"workload=NAME variant=baseline|claim)")])
+    if raw["variant"] not in ("baseline", "claim"):
+        raise UserError([Problem(file, line, 1, "$.variant", f"expected baseline or claim, got {raw['variant']!r}")])
+    where = Problem(file, line, 1, "$")
+    return {"workload": str(raw["workload"]), "variant": raw["variant"], "hardware": raw.get("hardware") or None,
+            "tpot": _number(raw.get("tpot"), "time", replace_path(where, "tpot")),
+            "ttft": _number(raw.get("ttft"), "time", replace_path(where, "ttft")),
+            "throughput": _number(raw.get("throughput"), None, replace_path(where, "throughput")),
+            "quality": _number(raw.get("quality"), None, replace_path(where, "quality"))}
+
+
+def replace_path(p: Problem, field: str) -> Problem:
+    return Problem(p.file, p.line, p.col, f"$.{field}", p.message)
+
+
+def read(path: Path | str) -> list[dict[str, Any]]:
+    """Every measurement in a file or a folder of files."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted([*path.glob("*.json"), *path.glob("*.csv")])[:LIMITS.measured_files]
+        if not files:
+            raise UserError([Problem(str(path), path="", message="no .json or .csv measurement files in this folder")])
+        return [row for f in files for row in read(f)]
+    text = read_text(path)
+    if path.suffix == ".csv":
+        try:
+            records = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
+        return [_row({k: v for k, v in r.items() if k is not None and v not in (None, "")}, str(path), n + 2)
+                for n, r in enumerate(records)]
+    data = load_json(text, str(path))
+    items = data if isinstance(data, list) else [data]
+    if not all(isinstance(x, dict) for x in items):
+        raise UserError([Problem(str(path), path="$", message="expected an object or a list of objects")])
+    return [_row(x, str(path), 1) for x in items]
+
+
+def apply(result: Evaluation, path: Path | str) -> Evaluation:
+    """The result with measured times in the end-to-end layer, and a per-workload comparison."""
+    rows = read(path)
+    m, g = result.matrix, result.gaps
+    names, hws = m.labels("blocks"), m.labels("hardware")
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        cells = np.flatnonzero((names == row["workload"]) & ((hws == row["hardware"]) if row["hardware"] else True))
+        if cells.size == 0:
+            raise UserError([Problem(str(path), path="$.workload", message=(
+                f"no cell for workload {row['workload']!r}" + (f" on {row['hardware']}" if row["hardware"] else "")))])
+        if cells.size > 1:
+            raise UserError([Problem(str(path), path="$.hardware", message=(
+                f"workload {row['workload']!r} has {cells.size} cells (several hardware or models): give hardware"))])
+        found.setdefault((row["workload"], hws[cells[0]]), {"cell": int(cells[0])})[row["variant"]] = row
+    comparisons = []
+    e2e = g.speedup_end_to_end.copy()
+    for (name, hw), entry in sorted(found.items()):
+        i = entry["cell"]
+        metric = "tpot" if m.decode[i] else "ttft"
+        base, claim = entry.get("baseline", {}), entry.get("claim", {})
+        measured = None
+        if base.get(metric) and claim.get(metric):
+            measured = base[metric] / claim[metric]
+            e2e[i] = measured
+        theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
+        lost = None
+        if measured is not None:
+            kernel_loss, system_loss = theo / impl, impl / measured
+            lost = ("implementation (kernels below the bound)" if kernel_loss >= system_loss
+                    else "end-to-end (serving overheads, batching, launch)")
+        quality = (claim.get("quality") / base["quality"]) if claim.get("quality") and base.get("quality") else None
+        comparisons.append({"workload": name, "hardware": hw, "metric": metric,
+                            "predicted": {"theoretical": theo, "implementation": impl,
+                                          "baseline_s": float(g.base.time_implementation[i]),
+                                          "claim_s": float(g.claim.time_implementation[i])},
+                            "measured": {"baseline_s": base.get(metric), "claim_s": claim.get(metric),
+                                         "speedup": measured, "quality_ratio": quality},
+                            "lost_in": lost})
+    new_gaps = replace(g, speedup_end_to_end=e2e)
+    new_verdicts = verdicts.decide(m, result.claim, new_gaps)
+    return replace(result, gaps=new_gaps, verdicts=new_verdicts,
+                   decision=decision.decide(m, result.claim, new_gaps, new_verdicts),
+                   measured={"source": str(path), "workloads": comparisons})

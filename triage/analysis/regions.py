@@ -1,0 +1,197 @@
+"""Where a claim pays: crossover over context × batch, throughput at the SLO, sensitivity to its unknowns.
+
+All three re-evaluate the claim on small matrices derived from the matrix's
+cells (numpy, one call per table), never one cell at a time. Numbers only: the
+report words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..defaults import CROSSOVER_BATCHES, CROSSOVER_CONTEXTS, LIMITS, LONG_CONTEXT_TOKENS, SLO_BATCHES
+from ..inputs.claim import Claim
+from ..inputs.registry import changes_format
+from ..inputs.specs import Model
+from ..model import layers, verdicts
+from ..model.matrix import Matrix
+from . import decision
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """One model × hardware pair (decode): the bound over context × batch and where each layer pays."""
+
+    model: str
+    hardware: str
+    min_gain: float
+    contexts: np.ndarray
+    batches: np.ndarray
+    theoretical: np.ndarray         # batches × contexts
+    pays_theoretical: np.ndarray    # bound ≥ min_gain
+    pays_expected: np.ndarray       # implementation ≥ min_gain and the claim fits
+
+
+@dataclass(frozen=True)
+class SloSide:
+    """The largest batch (of SLO_BATCHES) that fits and meets the SLO; batch 0 when none does."""
+
+    batch: int
+    tokens_per_s: float
+    time_s: float | None
+
+
+@dataclass(frozen=True)
+class SloThroughput:
+    """Throughput at the SLO of one cell, baseline and claim."""
+
+    cell: int
+    baseline: SloSide
+    claim: SloSide
+    slo_s: float | None
+
+    @property
+    def gain(self) -> float | None:
+        return self.claim.tokens_per_s / self.baseline.tokens_per_s if self.baseline.tokens_per_s > 0 else None
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The decision with one uncertain input of the card moved."""
+
+    input: str
+    value: str
+    weighted_speedup: float | None
+    decision: str
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """Latency against throughput of one decode cell's settings over batch: the matrix's own batches for that
+    cell when it sweeps them, else SLO_BATCHES."""
+
+    cell: int
+    batches: np.ndarray
+    base_time_s: np.ndarray          # TPOT, end-to-end layer
+    claim_time_s: np.ndarray
+    base_fits: np.ndarray
+    claim_fits: np.ndarray
+    gpus: float                      # per replica (tensor parallel)
+    slo_s: float | None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the pipeline analyses after judging, computed once."""
+
+    crossover: tuple[Crossover, ...]
+    slo_throughput: tuple[SloThroughput, ...]
+    slo_cells_total: int
+    sensitivity: tuple[Sensitivity, ...]
+    frontier: Frontier | None
+
+
+def _replicate(m: Matrix, i: int, context: np.ndarray, batch: np.ndarray) -> Matrix:
+    """Cell i's settings on new (context, batch) pairs."""
+    sub = m.take(np.full(context.size, i))
+    return replace(sub, context=context.astype(float), batch=batch.astype(float),
+                   long_context=context >= LONG_CONTEXT_TOKENS, share=np.full(context.size, 1.0 / context.size))
+
+
+def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crossover, ...]:
+    """Per model × hardware of the matrix (decode): where the bound and the expected gain reach min_gain."""
+    out = []
+    decode = np.flatnonzero(m.decode)
+    pairs = m.model_idx[decode] * len(m.hardware) + m.hardware_idx[decode]
+    _, first = np.unique(pairs, return_index=True)          # the first decode cell of each model × hardware
+    ctx, bat = np.meshgrid(CROSSOVER_CONTEXTS, CROSSOVER_BATCHES)
+    for i in decode[np.sort(first)]:
+        g = layers.compute(_replicate(m, int(i), ctx.ravel(), bat.ravel()), claim, models)
+        min_gain = float(m.blocks[m.block_idx[i]].min_gain)
+        out.append(Crossover(
+            model=m.models[m.model_idx[i]].key, hardware=m.hardware[m.hardware_idx[i]].key, min_gain=min_gain,
+            contexts=CROSSOVER_CONTEXTS, batches=CROSSOVER_BATCHES,
+            theoretical=g.speedup_theoretical.reshape(ctx.shape),
+            pays_theoretical=(g.speedup_theoretical >= min_gain).reshape(ctx.shape),
+            pays_expected=((g.speedup_implementation >= min_gain) & g.claim.fits).reshape(ctx.shape)))
+    return tuple(out)
+
+
+def _best(v: layers.Variant, rows: slice, slo: np.ndarray, per_step: np.ndarray) -> SloSide:
+    t = v.time_end_to_end[rows]
+    ok = v.fits[rows] & ~(t > slo)                        # a NaN SLO meets everything
+    if not ok.any():
+        return SloSide(0, 0.0, None)
+    j = int(np.flatnonzero(ok)[-1])
+    return SloSide(int(SLO_BATCHES[j]), float(per_step[j] / t[j]), float(t[j]))
+
+
+def slo_throughput(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[SloThroughput, ...]:
+    """Per cell (the first LIMITS.slo_cells): the largest batch that fits and meets the SLO, and its tokens/s."""
+    n, k = min(len(m), LIMITS.slo_cells), SLO_BATCHES.size
+    cells = np.repeat(np.arange(n), k)
+    grid = replace(m.take(cells), batch=np.tile(SLO_BATCHES, n).astype(float), share=np.full(n * k, 1.0 / (n * k)))
+    g = layers.compute(grid, claim, models)
+    out = []
+    for i in range(n):
+        rows = slice(i * k, (i + 1) * k)
+        per_step = SLO_BATCHES * (1.0 if m.decode[i] else m.context[i])
+        slo = g.slo[rows]
+        out.append(SloThroughput(i, _best(g.base, rows, slo, per_step), _best(g.claim, rows, slo, per_step),
+                                 None if np.isnan(slo[0]) else float(slo[0])))
+    return tuple(out)
+
+
+def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
+    """The card's uncertain inputs, each moved over its plausible range."""
+    out: list[tuple[str, str, Claim]] = []
+    for eff in (0.5, 0.75, 1.0):
+        out.append(("kernel bandwidth efficiency", f"{eff:g}", replace(claim, bandwidth_efficiency=eff)))
+    if changes_format(claim.change):
+        for kernel in (False, True):
+            out.append(("kernel reads the new format", "yes" if kernel else "no", replace(claim, kernel=kernel)))
+    spec: dict[str, Any] = claim.change.get("speculative", {})
+    if "acceptance" in spec:
+        for delta in (-0.2, -0.1, 0.0, 0.1):
+            alpha = min(max(spec["acceptance"] + delta, 0.0), 1.0)
+            change = {**claim.change, "speculative": {**spec, "acceptance": alpha}}
+            out.append(("acceptance rate", f"{alpha:.2f}", replace(claim, change=change)))
+    for retained in (0.98, 0.99, 1.0):
+        out.append(("quality retained", f"{retained:.2f}", replace(claim, quality_retained=retained)))
+    return out
+
+
+def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Sensitivity, ...]:
+    """The share-weighted end-to-end gain and decision as the card's uncertain inputs move."""
+    rows = []
+    for name, value, variant in _variants(claim):
+        g = layers.compute(m, variant, models)
+        d = decision.decide(m, variant, g, verdicts.decide(m, variant, g))
+        rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict))
+    return tuple(rows)
+
+
+def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | None:
+    """The first decode cell's latency–throughput curve, baseline and claim (None without decode cells)."""
+    decode = np.flatnonzero(m.decode)
+    if decode.size == 0:
+        return None
+    i = int(decode[0])
+    same = decode[(m.block_idx[decode] == m.block_idx[i]) & (m.model_idx[decode] == m.model_idx[i])
+                  & (m.hardware_idx[decode] == m.hardware_idx[i]) & (m.context[decode] == m.context[i])]
+    batches = np.unique(m.batch[same]) if np.unique(m.batch[same]).size >= 4 else SLO_BATCHES.astype(float)
+    grid = replace(m.take(np.full(batches.size, i)), batch=batches.astype(float),
+                   share=np.full(batches.size, 1.0 / batches.size))
+    g = layers.compute(grid, claim, models)
+    slo = float(g.slo[0])
+    return Frontier(i, batches, g.base.time_end_to_end, g.claim.time_end_to_end, g.base.fits, g.claim.fits,
+                    float(np.broadcast_to(g.base.inputs.tp, grid.batch.shape)[0]), slo if np.isfinite(slo) else None)
+
+
+def analyse(claim: Claim, m: Matrix, models: dict[str, Model]) -> Analysis:
+    """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once."""
+    return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
+                    sensitivity(claim, m, models), frontier(claim, m, models))

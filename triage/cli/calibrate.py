@@ -1,0 +1,39 @@
+"""`triage calibrate`: fit efficiencies and overhead per hardware from measured step times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..analysis import calibrate as calibrate_mod
+from ..report.calibration import render_markdown, workload_file
+from .common import FILE, deliver, force_option, guard
+
+
+@click.command(name="calibrate")
+@click.argument("measurements", type=FILE)
+@click.option("--output", "-o", type=FILE, help="Write a workload file that uses the fitted values (atomically).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
+              help="The report as md or json (on standard output).")
+@force_option
+@guard
+def command(measurements: Path, output: Path | None, fmt: str, force: bool) -> None:
+    """Fit bandwidth and compute efficiency (and per-step overhead) per hardware from measured step times.
+
+    MEASUREMENTS is a CSV: model, hardware, context, batch, weights, group_size, tp, tokens_per_s or tpot,
+    source.
+
+    \b
+    Example:
+      triage calibrate examples/measurements/gpt-fast-a100.csv
+      triage calibrate my-runs.csv -o calibrated.yaml
+    """
+    report = calibrate_mod.calibrate(measurements)
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2, allow_nan=False))
+    else:
+        click.echo(render_markdown(report), nl=True)
+    if output is not None:
+        deliver(workload_file(report), output, (measurements,), force)

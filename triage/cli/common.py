@@ -1,0 +1,103 @@
+"""What every command shares: the error handler, output delivery, progress lines, and the common options.
+
+Exit codes: 0 ok, 1 bad input (a user error, printed without a traceback),
+2 bad usage (click), 3 an internal error (a bug: rerun with --traceback).
+Colour only on a terminal and never with NO_COLOR set (https://no-color.org).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UserError
+from ..io.files import Content, write_atomic_all
+
+EXIT_USER, EXIT_INTERNAL = 1, 3
+
+
+def _color() -> bool | None:
+    """False under NO_COLOR; otherwise click decides (colour only on a terminal)."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
+def error(message: str) -> None:
+    click.echo(click.style("error:", fg="red", bold=True) + f" {message}", err=True, color=_color())
+
+
+def info(message: str) -> None:
+    """A progress line on stderr, unless --quiet."""
+    if not click.get_current_context().find_root().params.get("quiet"):
+        click.echo(message, err=True)
+
+
+def verbose(message: str) -> None:
+    if click.get_current_context().find_root().params.get("verbose"):
+        click.echo(message, err=True)
+
+
+def output_format(fmt: str | None, output: Path | None) -> str:
+    """The --format given, else json for a .json output, else md."""
+    return fmt or ("json" if output is not None and output.suffix == ".json" else "md")
+
+
+def deliver(content: Content, output: Path | None, inputs: tuple[Path | None, ...], force: bool, note: str = "",
+            beside: list[tuple[Path, Content]] | None = None) -> None:
+    """Standard output, or atomic writes of the output and the files ``beside`` it (figures), all or none,
+    never onto an input."""
+    if output is None:
+        if isinstance(content, str):
+            click.echo(content, nl=False)
+        else:
+            content(click.get_binary_stream("stdout"))
+        return
+    extra = beside or []
+    write_atomic_all([*extra, (output, content)], inputs=tuple(p for p in inputs if p is not None), force=force)
+    for path, _ in extra:
+        info(f"wrote {path}")
+    info(f"wrote {output}{note}")
+
+
+def guard(fn: Callable[..., None]) -> Callable[..., None]:
+    """The one top-level handler: user errors as addressed lines, bugs with a hint."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        ctx = click.get_current_context()
+        try:
+            fn(*args, **kwargs)
+        except UserError as err:
+            for problem in err.problems:
+                error(str(problem))
+            ctx.exit(EXIT_USER)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if ctx.find_root().params.get("show_traceback"):
+                traceback.print_exc()
+            else:
+                click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
+                           "This is a bug in triage; rerun with --traceback and report it.", err=True)
+            ctx.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+workloads_option = click.option(
+    "--workloads", "-w", "workloads", type=FILE,
+    help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b64 / prefill-2k).")
+model_option = click.option(
+    "--model", "-m", "model", metavar="NAME|CONFIG.json",
+    help="Replace every workload's model: a catalog name or a local Hugging Face config.json.")
+output_option = click.option("--output", "-o", type=FILE, help="Write here (atomically) instead of standard output.")
+force_option = click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")

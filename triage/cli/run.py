@@ -1,0 +1,80 @@
+"""`triage run`: one claim (or a stack) over the workload matrix → the decision memo, the JSON or a brief."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..report.memo import RENDERERS, figure_data, render_markdown
+from ..report.result import evaluate, with_measurements
+from .common import (
+    FILE,
+    deliver,
+    force_option,
+    guard,
+    model_option,
+    output_format,
+    output_option,
+    verbose,
+    workloads_option,
+)
+
+
+@click.command(name="run")
+@click.argument("cards", nargs=-1, required=True, type=FILE)
+@click.option("--stack", is_flag=True, help="Apply several cards together as one claim (savings add up).")
+@workloads_option
+@model_option
+@output_option
+@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
+              help="md (the decision memo) or json; default from the -o suffix, else md.")
+@click.option("--brief", is_flag=True, help="A one-page reading-group brief instead of the memo.")
+@click.option("--figures", type=click.Choice(["svg", "none"]), default="svg",
+              help="With -o FILE.md: write FILE.roofline.svg, FILE.gain.svg and FILE.latency.svg beside the memo "
+                   "(default), or none.")
+@click.option("--measured", type=click.Path(exists=False, path_type=Path),
+              help="Measurements (CSV, JSON, vLLM bench JSON, or a folder of them) for the implementation and "
+                   "end-to-end layers.")
+@force_option
+@guard
+def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None, output: Path | None,
+            fmt: str | None, brief: bool, figures: str, measured: Path | None, force: bool) -> None:
+    """Evaluate a claim CARD over the workload matrix and print the decision memo.
+
+    \b
+    Example:
+      triage run claims/kv2x.yaml
+      triage run claims/kv2x.yaml -o memo.json
+      triage run claims/kv2x.yaml --model ./Meta-Llama-3-8B/config.json
+      triage run claims/kv2x.yaml --brief
+      triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
+    """
+    if brief and fmt == "json":
+        raise click.UsageError("--brief is Markdown: drop --format json")
+    if len(cards) > 1 and not stack:
+        raise click.UsageError("several cards: add --stack to apply them together, or use `triage compare`")
+    card: Any = list(cards) if len(cards) > 1 else cards[0]
+    fmt = "brief" if brief else output_format(fmt, output)
+    start = time.perf_counter()
+    result = evaluate(card, workloads, model)
+    if measured is not None:
+        result = with_measurements(result, measured)
+    evaluated = time.perf_counter()
+    # render everything first, then write: a failure leaves no output behind
+    figure_files: list[tuple[Path, str]] = []
+    if fmt == "md" and output is not None and figures == "svg":
+        figure_files = [(output.with_name(f"{output.stem}.{name}.svg"), svg)
+                        for name, svg in figure_data(result).items()]
+        text = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name} for p, _ in figure_files])
+    elif fmt == "md":
+        text = render_markdown(result, "--figures none" if figures == "none" else "")
+    else:
+        text = RENDERERS[fmt](result)
+    verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
+            f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")
+    deliver(text, output, (*cards, workloads, measured), force,
+            f" ({len(result)} cells, decision {result.evaluation.decision.verdict})",
+            beside=[(path, svg) for path, svg in figure_files])

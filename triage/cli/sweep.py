@@ -1,0 +1,40 @@
+"""`triage sweep`: one row per cell (CSV or Parquet) with the JSON cells' fields as columns, for data tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..report import frame
+from ..report.result import evaluate
+from .common import FILE, deliver, force_option, guard, model_option, workloads_option
+
+
+@click.command(name="sweep")
+@click.argument("card", type=FILE)
+@workloads_option
+@model_option
+@click.option("--output", "-o", type=FILE, required=True,
+              help="out.csv or out.parquet (the suffix picks the format unless --format says).")
+@click.option("--format", "-f", "fmt", type=click.Choice(frame.FORMATS), default=None,
+              help="csv or parquet; default from the -o suffix.")
+@force_option
+@guard
+def command(card: Path, workloads: Path | None, model: str | None, output: Path, fmt: str | None,
+            force: bool) -> None:
+    """Price CARD on every cell of a workload grid and write one row per cell.
+
+    Columns are the JSON cells' fields flattened with dots (baseline.time_s.end_to_end, speedup.theoretical,
+    verdict, …); the reasons are words and stay in `triage run --format json`. No crossover, SLO or
+    sensitivity analysis is run: a sweep is data.
+
+    \b
+    Example:
+      triage sweep claims/kv2x.yaml -w grid.yaml -o cells.csv
+      triage sweep claims/kv2x.yaml -w grid.yaml -o cells.parquet
+    """
+    fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
+    result = evaluate(card, workloads, model, analyse=False)
+    deliver(frame.writer(result.columns(), fmt), output, (card, workloads), force,
+            f" ({len(result):,} cells, {fmt})")

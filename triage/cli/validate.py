@@ -1,0 +1,55 @@
+"""`triage validate`: check claim cards and workload files, every problem listed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import Problem, UserError
+from ..inputs import cards as cards_mod
+from ..inputs import catalog, workloads
+from .common import EXIT_USER, FILE, error, guard, info
+
+
+@click.command(name="validate")
+@click.argument("cards", nargs=-1, type=FILE)
+@click.option("--workloads", "-w", "workload_files", multiple=True, type=FILE,
+              help="Also validate this workload file (repeatable).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",
+              help="text: one line per problem; json: a list of problems.")
+@guard
+def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str) -> None:
+    """Check claim cards (and workload files): schema and meaning, every problem listed.
+
+    \b
+    Example:
+      triage validate claims/*.yaml
+      triage validate claims/kv2x.yaml --workloads my-matrix.yaml
+    """
+    if not cards and not workload_files:
+        raise click.UsageError("give at least one card or --workloads file")
+    cat = catalog.load()
+    problems: list[Problem] = []
+    for path in cards:
+        try:
+            cards_mod.load(path, cat)
+        except UserError as err:
+            problems += err.problems
+    for path in workload_files:
+        try:
+            workloads.load(path, cat)
+        except UserError as err:
+            problems += err.problems
+    if fmt == "json":
+        click.echo(json.dumps([p.to_dict() for p in problems], indent=2))
+    else:
+        for problem in problems:
+            error(str(problem))
+        n = len(cards) + len(workload_files)
+        if not problems:
+            info(f"{n} file{'s' if n != 1 else ''} valid")
+    if problems:
+        sys.exit(EXIT_USER)

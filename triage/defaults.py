@@ -1,0 +1,49 @@
+"""Every limit and analysis default of triage, in one place.
+
+The workload defaults (precisions, efficiencies, SLO, gate, reserve…) are data:
+``inputs/catalog/workloads.yaml``. What is here is what code needs before or
+beside any input: how much it reads, how much it renders, the grids the
+analyses sweep. The README's limits table is generated from ``LIMITS``; every
+output that truncates says so, with the limit it hit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What triage reads and renders at most; each figure with why."""
+
+    file_bytes: int = 1 << 20        # one input file: a card is a few kB, a config.json a few
+    yaml_nodes: int = 100_000        # nodes after alias expansion: an alias bomb is measured, not expanded
+    nesting: int = 50                # levels of YAML or JSON nesting
+    measured_files: int = 1_000      # files in a --measured folder
+    memo_cells: int = 200            # cells listed in a memo (the JSON and a sweep hold all of them)
+    figure_points: int = 40          # cells plotted on the roofline
+    slo_cells: int = 64              # cells of the throughput-at-SLO table
+    plan_cells: int = 64             # cells the verification plan writes an A/B command for
+
+    def table(self) -> list[tuple[str, int]]:
+        """(name, value) for every limit, in declaration order."""
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
+LIMITS = Limits()
+
+# A workload at or above this context needs long-context quality evidence (needle-in-a-haystack).
+LONG_CONTEXT_TOKENS = 32768
+
+# The paper check: a reported gain more than this factor above the bound is flagged.
+PAPER_TOLERANCE = 1.05
+PAPER_HARDWARE = "a100-80gb"                         # when the card names no hardware
+PAPER_BATCHES = (1, 8, 64, 256)                      # searched when the card names no batch
+PAPER_CONTEXTS = (1024, 4096, 32768, 131072, 1048576)  # searched when the card names no context
+
+# Where a claim pays: the crossover grid (256 … 1M tokens in steps of 2 and 3·2^n) and batches.
+CROSSOVER_CONTEXTS = np.array(sorted({2 ** n for n in range(8, 21)} | {3 * 2 ** (n - 1) for n in range(8, 20)}))
+CROSSOVER_BATCHES = np.array([1, 4, 16, 64])
+SLO_BATCHES = 2 ** np.arange(0, 12)                  # 1 … 2048: throughput at the SLO

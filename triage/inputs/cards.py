@@ -1,0 +1,94 @@
+"""Claim cards: load and validate (schema, then meaning) into a frozen Claim; stacks compose their cards."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, UserError
+from ..io.yamlio import Document, load_file
+from . import catalog as catalog_mod
+from .claim import Claim
+from .hfconfig import is_config_path, load_model
+from .stack import stack
+from .validation import did_you_mean, validate
+
+
+def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
+    """Checks the schema cannot express: names exist, a headline has its metric."""
+    problems = []
+    data = doc.data
+    setting = data.get("claim", {}).get("setting", {})
+    for key, table in (("model", cat.models), ("hardware", cat.hardware)):
+        name = setting.get(key)
+        if key == "model" and isinstance(name, str) and is_config_path(name):
+            config = Path(name) if Path(name).is_absolute() else Path(doc.file).parent / name
+            try:
+                load_model(config, key=name)
+            except UserError as err:
+                problems += err.problems
+            continue
+        if name is not None and name not in table:
+            problems.append(doc.problem(("claim", "setting", key),
+                                        f"unknown {key} {name!r}{did_you_mean(name, table)}"))
+    change = data.get("change", {})
+    named = [(("change", "distill_to"), change.get("distill_to")),
+             (("change", "speculative", "draft_model"), change.get("speculative", {}).get("draft_model"))]
+    for where, name in named:
+        if name is not None and name not in cat.models:
+            problems.append(doc.problem(where, f"unknown model {name!r}{did_you_mean(name, cat.models)}"))
+    spec = change.get("speculative")
+    if spec is not None and ("draft_model" in spec) == ("draft_cost" in spec):
+        problems.append(doc.problem(("change", "speculative"), "give a draft_model or a draft_cost (not both)"))
+    claim = data.get("claim", {})
+    if "speedup" in claim and "metric" not in claim:
+        problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))
+    return problems
+
+
+def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None,
+         _seen: tuple[str, ...] = ()) -> Claim:
+    """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem.
+
+    A card with ``stack: [a.yaml, b.yaml]`` composes those cards (paths relative to it).
+    """
+    doc = Document("<card>", source) if isinstance(source, dict) else load_file(source)
+    claim = from_document(doc, catalog)
+    if isinstance(doc.data, dict) and "stack" in doc.data:
+        here = Path(doc.file).parent if not isinstance(source, dict) else Path(".")
+        parts = []
+        for i, name in enumerate(doc.data["stack"]):
+            path = (here / name).resolve()
+            if str(path) in _seen:
+                raise UserError([doc.problem(("stack", i), f"{name} stacks itself (a cycle)")])
+            parts.append(load(path, catalog, _seen + (str(Path(doc.file).resolve()), str(path))))
+        stacked = stack(parts, claim.id, claim.title)
+        return replace(stacked, file=claim.file, direction=claim.direction, paper=claim.paper or stacked.paper,
+                       claim={**stacked.claim, **claim.claim})
+    return claim
+
+
+def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> Claim:
+    """A parsed card document -> Claim, or UserError listing every problem."""
+    problems = validate(doc, "claim")
+    if problems:
+        raise UserError(problems)
+    problems = _semantic(doc, catalog or catalog_mod.load())
+    if problems:
+        raise UserError(problems)
+    d = doc.data
+    impl, quality, cost = d.get("implementation", {}), d.get("quality", {}), d.get("cost", {})
+    if "stack" in d and "change" not in d:
+        d = {**d, "change": {}}
+    return Claim(
+        id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
+        change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
+        kernel=impl.get("kernel", True),
+        bandwidth_efficiency=impl.get("bandwidth_efficiency", 1.0),
+        compute_efficiency=impl.get("compute_efficiency", 1.0),
+        quality_retained=quality.get("retained"),
+        evaluated_on=tuple(quality.get("evaluated_on", ())),
+        long_context_tested=quality.get("long_context_tested", False),
+        gpus=cost.get("gpus"), weeks=cost.get("weeks"),
+    )

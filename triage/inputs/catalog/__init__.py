@@ -1,0 +1,178 @@
+"""The shipped catalog (hardware.yaml, models.yaml, workloads.yaml) and the parsers that turn
+YAML entries, shipped or user-written, into specs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ...errors import Problem, UserError
+from ...io.resources import catalog_file
+from ...io.yamlio import Document, load_file
+from .. import units
+from ..specs import Hardware, Model
+from ..validation import validate
+
+
+def quantity(doc: Document, path: tuple[Any, ...], kind: str, problems: list[Problem],
+             allow_zero: bool = False) -> float:
+    """Parse the quantity at ``path`` of ``doc`` as ``kind``; record a Problem on failure."""
+    value: Any = doc.data
+    for part in path:
+        value = value[part]
+    try:
+        return units.parse(value, kind, allow_zero)
+    except units.UnitError as exc:
+        problems.append(doc.problem(path, str(exc)))
+        return float("nan")
+
+
+def _sources(entry: dict[str, Any], default: str) -> dict[str, str]:
+    src = entry.get("source")
+    if isinstance(src, dict):
+        return dict(src)
+    return {"all": src if isinstance(src, str) else default}
+
+
+def parse_hardware(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Hardware:
+    """A schema-valid hardware entry at ``path`` -> Hardware."""
+    entry = doc.data
+    for part in path:
+        entry = entry[part]
+    compute = {dt: quantity(doc, path + ("compute", dt), "compute", problems) for dt in entry["compute"]}
+    link = entry.get("interconnect") or {}
+    return Hardware(
+        key=key,
+        name=entry.get("name", key),
+        memory_bytes=quantity(doc, path + ("memory",), "bytes", problems),
+        bandwidth_bytes_per_s=quantity(doc, path + ("bandwidth",), "bandwidth", problems),
+        compute_flops_per_s=compute,
+        interconnect_kind=link.get("kind"),
+        interconnect_bytes_per_s=(quantity(doc, path + ("interconnect", "bandwidth"), "bandwidth", problems)
+                                  if "bandwidth" in link else None),
+        interconnect_latency_s=(quantity(doc, path + ("interconnect", "latency"), "time", problems, allow_zero=True)
+                                if "latency" in link else 0.0),
+        sms=entry.get("sms"),
+        source=_sources(entry, f"user-supplied in {doc.file}"),
+    )
+
+
+def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Model:
+    """A schema-valid model entry at ``path`` -> Model; names the keys a derivation lacks."""
+    entry = doc.data
+    for part in path:
+        entry = entry[part]
+    heads = entry["num_attention_heads"]
+    hidden = entry.get("hidden_size")
+    head_dim = entry.get("head_dim") or (hidden // heads if hidden else None)
+    needed = ["hidden_size"] if hidden is None else []
+    if head_dim is None:
+        needed.append("head_dim")
+    if "params" not in entry:
+        needed += [k for k in ("intermediate_size", "vocab_size") if k not in entry]
+    for k in needed:
+        why = "" if k in ("hidden_size", "head_dim") else " (or give params)"
+        problems.append(doc.problem(path, f"model {key!r} needs {k!r}{why}"))
+    if hidden and not entry.get("head_dim") and hidden % heads:
+        problems.append(doc.problem(path + ("hidden_size",), (
+            f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim")))
+    kv_heads = entry.get("num_key_value_heads", heads)
+    if heads % kv_heads:
+        problems.append(doc.problem(path + ("num_key_value_heads",),
+                                    f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"))
+    experts, top_k = entry.get("num_experts", 0), entry.get("num_experts_per_tok")
+    if experts and not (top_k and top_k <= experts):
+        problems.append(doc.problem(path, f"model {key!r} has {experts} experts: num_experts_per_tok must be "
+                                          f"between 1 and {experts}"))
+    if "kv_lora_rank" in entry:
+        problems += [doc.problem(path, f"model {key!r} uses MLA (kv_lora_rank): it needs {k!r}")
+                     for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if k not in entry]
+    if entry.get("sliding_window_layers", 0) > entry["num_hidden_layers"]:
+        problems.append(doc.problem(path + ("sliding_window_layers",), "more sliding-window layers than layers"))
+    src = entry.get("source")
+    if isinstance(src, dict):
+        src = "; ".join(f"{k}: {v}" for k, v in src.items())
+    return Model(
+        key=key,
+        name=entry.get("name", key),
+        num_hidden_layers=entry["num_hidden_layers"],
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim or 1,
+        hidden_size=hidden or 1,
+        intermediate_size=entry.get("intermediate_size"),
+        vocab_size=entry.get("vocab_size"),
+        tie_word_embeddings=entry.get("tie_word_embeddings", False),
+        attention_bias=entry.get("attention_bias", False),
+        qkv_bias=entry.get("qkv_bias", False),
+        gated_mlp=entry.get("gated_mlp", True),
+        mlp_bias=entry.get("mlp_bias", False),
+        norm_bias=entry.get("norm_bias", False),
+        position_embeddings=entry.get("position_embeddings", 0),
+        num_experts=entry.get("num_experts", 0),
+        num_experts_per_tok=entry.get("num_experts_per_tok", 0) if entry.get("num_experts") else 0,
+        moe_intermediate_size=entry.get("moe_intermediate_size"),
+        shared_expert_intermediate_size=entry.get("shared_expert_intermediate_size", 0),
+        first_k_dense_replace=entry.get("first_k_dense_replace", 0),
+        q_lora_rank=entry.get("q_lora_rank"),
+        kv_lora_rank=entry.get("kv_lora_rank"),
+        qk_rope_head_dim=entry.get("qk_rope_head_dim", 0),
+        qk_nope_head_dim=entry.get("qk_nope_head_dim", 0),
+        v_head_dim=entry.get("v_head_dim", 0),
+        sliding_window=entry.get("sliding_window"),
+        sliding_window_layers=entry.get("sliding_window_layers"),
+        params_override=entry.get("params"),
+        published_params=entry.get("published_params"),
+        source=src if isinstance(src, str) else f"user-supplied in {doc.file}",
+    )
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Named hardware and models."""
+
+    hardware: dict[str, Hardware]
+    models: dict[str, Model]
+
+    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model]) -> Catalog:
+        """This catalog with user entries added or replacing same-named ones."""
+        return Catalog({**self.hardware, **hardware}, {**self.models, **models})
+
+
+def _section(file: str) -> Document:
+    return load_file(catalog_file(file), f"triage/inputs/catalog/{file}", trusted=True)
+
+
+def _parse_section(doc: Document, parse: Any) -> dict[str, Any]:
+    problems: list[Problem] = []
+    out = {key: parse(doc, (key,), key, problems) for key in doc.data}
+    if problems:
+        raise UserError(problems)
+    return out
+
+
+@cache
+def load() -> Catalog:
+    """The shipped catalog, parsed once per process (its schema and sources are checked by ``check_shipped``
+    in the test suite, not on every run)."""
+    return Catalog(_parse_section(_section("hardware.yaml"), parse_hardware),
+                   _parse_section(_section("models.yaml"), parse_model))
+
+
+def check_shipped() -> list[Problem]:
+    """Every problem of the shipped catalog: schema errors, and entries without a source."""
+    problems: list[Problem] = []
+    for file, section in (("hardware.yaml", "hardware"), ("models.yaml", "models")):
+        doc = _section(file)
+        problems += validate(doc, "workloads", prefix=(section,))
+        problems += [doc.problem((key,), "catalog entry without a source") for key in doc.data
+                     if "source" not in doc.data[key]]
+    problems += validate(default_workloads(), "workloads")
+    return problems
+
+
+@cache
+def default_workloads() -> Document:
+    """The shipped default workload matrix, parsed once (a workload file's defaults merge over it)."""
+    return _section("workloads.yaml")

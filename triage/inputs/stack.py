@@ -1,0 +1,62 @@
+"""Stacking: several cards applied together as one claim.
+
+Byte savings of different components add up; they do not multiply (the
+course's int8 weights + int8 KV at 128k: 2.0x, not 1.09 x 1.71). The same
+multiplier in two cards composes by product; any other key set by two cards is
+ambiguous and refused. Each key's rule is the registry's (inputs/mechanisms.yaml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..errors import Problem, UserError
+from .claim import Claim
+from .registry import registry
+
+
+def stack(claims: list[Claim], card_id: str | None = None, title: str | None = None) -> Claim:
+    """One claim with every card's change; implementation at the weakest card's; quality risks multiplied."""
+    if len(claims) < 2:
+        raise UserError([Problem("--stack", path="", message="stacking needs at least two cards")])
+    change: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    problems = []
+    rules = registry()
+    for c in claims:
+        for key, value in c.change.items():
+            if key not in change:
+                change[key], owner[key] = value, c.id
+            elif rules[key].compose == "product":
+                change[key] = change[key] * value
+            else:
+                problems.append(Problem(c.file, path=f"$.change.{key}", message=(
+                    f"{owner[key]!r} and {c.id!r} both set {key}: stacking them is ambiguous")))
+    if problems:
+        raise UserError(problems)
+    retained = None
+    if all(c.quality_retained is not None for c in claims):
+        retained = 1.0
+        for c in claims:
+            retained *= c.quality_retained  # type: ignore[operator]
+    hours = [c.gpu_hours for c in claims]
+    first = claims[0]
+    return replace(
+        first,
+        id=card_id or "+".join(c.id for c in claims),
+        title=title or " + ".join(c.title for c in claims),
+        file=" + ".join(c.file for c in claims),
+        change=change,
+        paper={"title": "stack of " + ", ".join(c.id for c in claims)},
+        claim={"text": "the cards applied together: " + "; ".join(c.claim.get("text", c.title) for c in claims)},
+        kernel=all(c.kernel for c in claims),
+        bandwidth_efficiency=min(c.bandwidth_efficiency for c in claims),
+        compute_efficiency=min(c.compute_efficiency for c in claims),
+        quality_retained=retained,
+        evaluated_on=tuple(sorted({e for c in claims for e in c.evaluated_on})),
+        long_context_tested=all(c.long_context_tested for c in claims),
+        gpus=None, weeks=None,
+        gpu_hours_total=sum(h for h in hours if h is not None) if any(h is not None for h in hours) else None,
+        stacked=tuple(claims),
+    )

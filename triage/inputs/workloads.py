@@ -1,0 +1,254 @@
+"""Workload files (or the shipped default) resolved into blocks of settings, each with its axes.
+
+Each explicit workload is one block over its model and hardware lists; a grid
+is one block per phase over context × batch. The model layer turns the blocks
+into numpy columns (model/matrix.py). Defaults come from the shipped
+catalog/workloads.yaml and nowhere else: a user file's defaults merge over them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, UserError
+from ..io.yamlio import Document, load_file
+from . import catalog as catalog_mod
+from .hfconfig import is_config_path, load_model
+from .specs import Model
+from .validation import did_you_mean, validate
+
+_QUANTITY_KINDS = {"overhead": "time", "reserve": "bytes"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that fixes one block of cells, resolved from defaults and the workload."""
+
+    name: str
+    description: str
+    models: tuple[str, ...]
+    hardware: tuple[str, ...]
+    phase: str
+    context: int
+    batch: int
+    precision: dict[str, str]
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    overhead_s: float
+    slo_tpot_s: float | None
+    slo_ttft_s: float | None
+    quality_gate: float
+    min_gain: float
+    reserve_bytes: float
+    memory_waste: float
+    attention: str
+    tp: int
+    batch_utilization: float
+    long_context: bool | None
+    share: float | None
+
+
+@dataclass(frozen=True)
+class Block:
+    """One workload (or one phase of a grid): its settings and, for a grid, its context and batch axes."""
+
+    settings: Settings
+    contexts: tuple[float, ...] | None = None      # a grid's axes; None: the settings' one context and batch
+    batches: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """A resolved workload file: its blocks, the catalog its names resolve in, where it came from."""
+
+    blocks: tuple[Block, ...]
+    catalog: catalog_mod.Catalog
+    source: str = field(default="triage/inputs/catalog/workloads.yaml")
+
+
+def _parse_settings(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -> dict[str, Any]:
+    """The settings present at ``path``, typed (quantities in base units)."""
+    raw = doc.data
+    for part in path:
+        raw = raw[part]
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _QUANTITY_KINDS:
+            out[key] = catalog_mod.quantity(doc, path + (key,), _QUANTITY_KINDS[key], problems, allow_zero=True)
+        elif key == "slo":
+            out[key] = {k: catalog_mod.quantity(doc, path + ("slo", k), "time", problems) for k in value}
+        elif key in ("model", "hardware"):
+            out[key] = (value,) if isinstance(value, str) else tuple(value)
+        elif key in ("precision", "efficiency"):
+            out[key] = dict(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            if key in ("precision", "efficiency", "slo") and key in out:
+                out[key] = {**out[key], **value}
+            else:
+                out[key] = value
+    return out
+
+
+def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
+    """Settings from defaults merged over by the workload: every key the shipped defaults give is present."""
+    slo, eff, prec = merged["slo"], merged["efficiency"], merged["precision"]
+    return Settings(
+        name=name,
+        description=description,
+        models=merged["model"],
+        hardware=merged["hardware"],
+        phase=merged.get("phase", "decode"),
+        context=merged.get("context", 0),
+        batch=merged.get("batch", 1),
+        precision={"weights": prec["weights"], "kv": prec["kv"], "activations": prec["activations"],
+                   "compute": prec["compute"]},
+        bandwidth_efficiency=eff["bandwidth"],
+        compute_efficiency=eff["compute"],
+        overhead_s=merged["overhead"],
+        slo_tpot_s=slo.get("tpot"),
+        slo_ttft_s=slo.get("ttft"),
+        quality_gate=merged["quality_gate"],
+        min_gain=merged["min_gain"],
+        reserve_bytes=merged["reserve"],
+        memory_waste=merged["memory_waste"],
+        attention=merged["attention"],
+        tp=merged["tp"],
+        batch_utilization=merged["batch_utilization"],
+        long_context=merged.get("long_context"),
+        share=merged.get("share"),
+    )
+
+
+def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], merged: dict[str, Any],
+                 inherited: dict[str, tuple[Any, ...]], cat: catalog_mod.Catalog, problems: list[Problem]) -> None:
+    """Every model and hardware name of ``merged`` exists, addressed where it was written."""
+    for key, table, section in (("model", cat.models, "models"), ("hardware", cat.hardware, "hardware")):
+        where = path + (key,) if key in layer else inherited.get(key, path)
+        for name in merged.get(key, ()):
+            if name not in table:
+                problems.append(doc.problem(where, (
+                    f"unknown {key} {name!r}{did_you_mean(name, table)} "
+                    f"(see triage/catalog/{section}.yaml, or define it under {section}:)")))
+
+
+def _open(source: str | Path | dict[str, Any] | None) -> Document | None:
+    if source is None:
+        return None
+    if isinstance(source, dict):
+        return Document("<workloads>", source)
+    return load_file(source)
+
+
+def _config_models(names: set[str], base: Path) -> dict[str, Model]:
+    """Models named by a path to a Hugging Face config.json, relative to ``base``."""
+    out = {}
+    for name in sorted(n for n in names if is_config_path(n)):
+        path = Path(name) if Path(name).is_absolute() else base / name
+        out[name] = load_model(path, key=name)
+    return out
+
+
+def _model_names(data: dict[str, Any]) -> set[str]:
+    """Every model name a workload document mentions (defaults, workloads, grid)."""
+    names: set[str] = set()
+    for section in [data.get("defaults", {}), *data.get("workloads", []), data.get("grid", {})]:
+        value = section.get("model", ())
+        names.update([value] if isinstance(value, str) else value)
+    return names
+
+
+def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None,
+         model: str | None = None) -> Workloads:
+    """Resolve a workload file (path or parsed dict; None for the shipped default) into blocks.
+
+    ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
+    """
+    cat = catalog or catalog_mod.load()
+    base_doc = catalog_mod.default_workloads()
+    user_doc = _open(source)
+    doc = user_doc or base_doc
+    problems = validate(doc, "workloads")
+    if problems:
+        raise UserError(problems)
+
+    hardware = {k: catalog_mod.parse_hardware(doc, ("hardware", k), k, problems)
+                for k in doc.data.get("hardware", {})}
+    models = {k: catalog_mod.parse_model(doc, ("models", k), k, problems) for k in doc.data.get("models", {})}
+    base_dir = Path(doc.file).parent if user_doc is not None and not isinstance(source, dict) else Path(".")
+    models.update(_config_models(_model_names(doc.data) - set(models), base_dir))
+    if model is not None:
+        if is_config_path(model):
+            models.update(_config_models({model}, Path(".")))
+        elif model not in cat.models and model not in models:
+            raise UserError([Problem("--model", path="", message=(
+                f"unknown model {model!r}{did_you_mean(model, [*cat.models, *models])}"))])
+    cat = cat.merged(hardware, models)
+
+    base_defaults = _parse_settings(base_doc, ("defaults",), problems)
+    user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}
+    defaults = _merge(base_defaults, user_defaults)
+    inherited = {k: ("defaults", k) for k in ("model", "hardware") if k in user_defaults or user_doc is None}
+    override = {"model": (model,)} if model is not None else {}
+
+    blocks: list[tuple[Block, tuple[Any, ...]]] = []
+    for i, entry in enumerate(doc.data.get("workloads", [])):
+        layer = _parse_settings(doc, ("workloads", i), problems)
+        merged = _merge(defaults, layer, override)
+        if "context" not in merged:
+            problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
+                                                          f"(here or under defaults:)"))
+        _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
+        blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""))), ("workloads", i)))
+    names = [b.settings.name for b, _ in blocks]
+    for name in {n for n in names if names.count(n) > 1}:
+        problems.append(doc.problem(("workloads",), f"workload name {name!r} is used twice"))
+
+    grid = doc.data.get("grid")
+    if grid:
+        merged = _merge(defaults, {k: tuple(grid[k]) for k in ("model", "hardware") if k in grid}, override)
+        _check_names(doc, ("grid",), grid, merged, inherited, cat, problems)
+        phases = grid.get("phase", [merged.get("phase", "decode")])
+        contexts = grid.get("context", [merged["context"]] if "context" in merged else [])
+        batches = grid.get("batch", [merged.get("batch", 1)])
+        if not contexts:
+            problems.append(doc.problem(("grid",), "grid needs a context axis (or a context under defaults:)"))
+        gname = grid.get("name", "grid")
+        if gname in names:
+            problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
+        for phase in phases:
+            blocks.append((Block(_settings({**merged, "phase": phase, "share": grid.get("share", 0.0)}, gname,
+                                           "Cartesian sweep"), tuple(map(float, contexts)), tuple(map(float, batches))),
+                           ("grid",)))
+    if not blocks:
+        problems.append(doc.problem((), "no workloads: give workloads: or grid:"))
+    if problems:
+        raise UserError(problems)
+
+    for block, path in blocks:
+        settings = block.settings
+        entry = doc.data
+        for part in path:
+            entry = entry[part]
+        where = path if "precision" in entry else ("defaults",)
+        for hw in settings.hardware:
+            try:
+                cat.hardware[hw].peak(settings.precision["compute"])
+            except KeyError:
+                problems.append(doc.problem(where + ("precision", "compute"), (
+                    f"hardware {hw!r} has no dense {settings.precision['compute']} peak; it lists "
+                    f"{', '.join(cat.hardware[hw].compute_flops_per_s)}")))
+    if problems:
+        raise UserError(problems)
+    label = str(source) if source is not None and not isinstance(source, dict) else (
+        "<workloads>" if isinstance(source, dict) else Workloads.source)
+    return Workloads(tuple(b for b, _ in blocks), cat, label)

@@ -1,0 +1,211 @@
+"""Safe, bounded YAML reading that remembers where every value came from.
+
+One loader serves cards, workload files and catalogs: PyYAML's SafeLoader
+(no python tags) with YAML 1.2 floats (``7.0e9`` and ``1e9`` are numbers,
+not the strings YAML 1.1 makes of them), duplicate keys refused, alias
+expansion and nesting bounded, file size capped, UTF-8 required.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..defaults import LIMITS
+from ..errors import Problem, UserError
+from .files import read_text
+
+MAX_BYTES = LIMITS.file_bytes
+MAX_NODES = LIMITS.yaml_nodes
+MAX_DEPTH = LIMITS.nesting
+
+Path_ = tuple[Any, ...]
+
+
+class _StrictConstructor:
+    """Refuses duplicate keys and unhashable keys, addressed by their mark."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be text", key_node.start_mark) from None
+            if key in seen:
+                first = seen[key].start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {first.line + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+_FLOAT_1_2 = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                 |[-+]?(?:[0-9][0-9_]*)[eE][-+]?[0-9]+
+                 |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                 |[-+]?\.(?:inf|Inf|INF)
+                 |\.(?:nan|NaN|NAN))$""", re.X)
+
+
+def _loader_class(base: Any) -> Any:
+    """``base`` (a safe loader) with strict mappings and YAML 1.2 floats: 7.0e9 and 1e9 are numbers."""
+    cls: Any = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
+    cls.yaml_implicit_resolvers = {
+        ch: [r for r in rs if r[0] != "tag:yaml.org,2002:float"]
+        for ch, rs in base.yaml_implicit_resolvers.items()
+    }
+    cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_1_2, list("-+0123456789."))
+    return cls
+
+
+# User input goes through the pure-Python parser, whose messages name the offending
+# character; the shipped catalog (trusted, tested) through libyaml when present.
+_Loader = _loader_class(yaml.SafeLoader)
+_TrustedLoader = _loader_class(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@dataclass
+class Document:
+    """Parsed data plus the line:col of every value and key, by JSON path."""
+
+    file: str
+    data: Any
+    values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+
+    def where(self, path: Path_, key: bool = False) -> tuple[int, int]:
+        """Line and column of ``path`` (its key when ``key``), else of its nearest ancestor."""
+        table = self.keys if key and path in self.keys else self.values
+        while path and path not in table:
+            path = path[:-1]
+            table = self.values
+        return table.get(path, (1, 1))
+
+    def problem(self, path: Path_, message: str, key: bool = False) -> Problem:
+        line, col = self.where(path, key)
+        return Problem(self.file, line, col, json_path(path), message)
+
+
+def json_path(path: Path_) -> str:
+    """('change', 'kv_bytes') -> '$.change.kv_bytes'; list indices as [i]."""
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
+    """Node count with aliases expanded, memoized so a bomb is measured, not expanded."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if depth > MAX_DEPTH:
+        raise _TooDeep(node)
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo, depth + 1) + _expanded_size(v, memo, depth + 1)
+                       for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(v, memo, depth + 1) for v in node.value)
+    else:
+        size = 1
+    memo[id(node)] = size
+    return size
+
+
+class _TooDeep(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
+
+
+def _positions(node: yaml.Node, path: Path_, doc: Document) -> None:
+    doc.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                child = path + (k.value,)
+                doc.keys[child] = (k.start_mark.line + 1, k.start_mark.column + 1)
+                _positions(v, child, doc)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _positions(v, path + (i,), doc)
+
+
+def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]) -> None:
+    """Refuse non-text keys and non-finite numbers anywhere in the document."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if not isinstance(k, str):
+                problems.append(doc.problem(path, f"key {k!r} must be text"))
+                continue
+            _check_values(v, path + (k,), doc, problems)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _check_values(v, path + (i,), doc, problems)
+    elif isinstance(data, float) and not math.isfinite(data):
+        problems.append(doc.problem(path, f"expected a finite number, got {data}"))
+
+
+def load(text: str, file: str, trusted: bool = False) -> Document:
+    """Parse YAML text into a Document, or raise UserError with every position known.
+
+    ``trusted`` (shipped package data) parses with libyaml: same rules, terser messages.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise UserError([Problem(file, path="", message=f"text is over the {MAX_BYTES // 1024} KiB limit")])
+    loader = None
+    try:
+        loader = (_TrustedLoader if trusted else _Loader)(text)
+        node = loader.get_single_node()
+        if node is None:
+            raise UserError([Problem(file, path="", message="file is empty, expected a YAML mapping")])
+        try:
+            size = _expanded_size(node, {})
+        except _TooDeep as deep:
+            mark = deep.node.start_mark
+            raise UserError([Problem(file, mark.line + 1, mark.column + 1, "$",
+                                     f"nesting deeper than {MAX_DEPTH} levels")]) from None
+        if size > MAX_NODES:
+            raise UserError([Problem(file, 1, 1, "$", (
+                f"document expands to {size:,} nodes (aliases included); the limit is {MAX_NODES:,}"))])
+        data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise UserError([Problem(file, line, col, "$", (
+            f"YAML: character U+{exc.character:04X} is not allowed in YAML text"))]) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
+        what = what.replace("could not determine a constructor for the tag",
+                            "tag not allowed (safe YAML only):")
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        raise UserError([Problem(file, line, col, "$", f"YAML: {what}")]) from None
+    except yaml.YAMLError as exc:
+        raise UserError([Problem(file, path="", message=f"YAML: {exc}")]) from None
+    except RecursionError:
+        raise UserError([Problem(file, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    doc = Document(file, data)
+    _positions(node, (), doc)
+    problems: list[Problem] = []
+    _check_values(data, (), doc, problems)
+    if problems:
+        raise UserError(problems)
+    return doc
+
+
+def load_file(path: Path | str, label: str | None = None, trusted: bool = False) -> Document:
+    """Read and parse one YAML file (``label`` is how errors name it)."""
+    label = label or str(path)
+    return load(read_text(path, label), label, trusted)

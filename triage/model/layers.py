@@ -1,0 +1,265 @@
+"""The three layers of evidence per cell: theoretical → implementation → end-to-end.
+
+theoretical     roofline at 100 % of peak and bandwidth, both sides;
+implementation  the workload's achieved efficiencies; the card's relative
+                efficiencies on the kernels it replaces; without a kernel that
+                reads the new format, reads cost the baseline's bytes;
+end-to-end      plus fixed per-step overhead, with capacity: where the
+                baseline does not fit the cell's batch and the claim does, the
+                gain is throughput against the baseline at its largest batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..inputs.claim import Claim
+from ..inputs.registry import touched_groups
+from ..inputs.specs import Model
+from . import mechanisms
+from .matrix import Matrix, compact, peak_flops, precision_bytes
+from .roofline import (
+    GROUPS,
+    Machine,
+    Memory,
+    StepCost,
+    StepInputs,
+    at,
+    attended_tokens,
+    comm_time,
+    compute_bound_time,
+    decode_occupancy,
+    memory,
+    step_cost,
+    step_time,
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Baseline or claim on every cell."""
+
+    inputs: StepInputs
+    cost: StepCost
+    mem: Memory
+    memory_bytes: np.ndarray
+    fits: np.ndarray
+    max_batch: np.ndarray
+    time_theoretical: np.ndarray
+    time_implementation: np.ndarray
+    time_end_to_end: np.ndarray
+    compute_bound_fraction: np.ndarray  # share of one step's theoretical time in compute-bound groups, in [0, 1]
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Both variants and the speedups between them (NaN where undefined)."""
+
+    base: Variant
+    claim: Variant
+    speedup_theoretical: np.ndarray
+    speedup_implementation: np.ndarray
+    speedup_end_to_end: np.ndarray
+    e2e_baseline_batch: np.ndarray   # the batch the end-to-end baseline runs at
+    capacity: np.ndarray
+    slo: np.ndarray                  # TPOT (decode) or TTFT (prefill) target, NaN if none
+
+
+def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
+    return compact(np.array([fn(s) for s in m.blocks]), m.block_idx)
+
+
+def baseline_inputs(m: Matrix) -> StepInputs:
+    """The workload's baseline on every cell, gathered from the model and block columns."""
+    def model(attr: str) -> np.ndarray:
+        return np.nan_to_num(m.column(attr, "models"), nan=0.0)
+
+    per_model = m.per_model
+    w_bpe = precision_bytes(m, "weights")
+    kv_bpe = precision_bytes(m, "kv")
+    window = per_model(lambda mod: float(mod.sliding_window) if mod.sliding_window else np.inf)
+    fraction = model("window_fraction")
+    attended = attended_tokens(m.context, window, fraction)
+    return StepInputs(
+        decode=m.decode, batch=m.batch, context=m.context,
+        layers=model("num_hidden_layers"), heads=model("num_attention_heads"),
+        kv_heads=model("num_key_value_heads"), head_dim=model("head_dim"),
+        mla=per_model(lambda mod: mod.is_mla).astype(bool),
+        hidden=model("hidden_size"), intermediate=model("active_intermediate"), vocab=model("vocab_size"),
+        kv_elements_per_token=model("kv_elements_per_token"),
+        pair_flops_decode=per_model(lambda mod: mod.attention_flops_per_pair(decode=True)),
+        pair_flops_prefill=per_model(lambda mod: mod.attention_flops_per_pair(decode=False)),
+        window=window, window_fraction=fraction,
+        experts=model("num_experts"), experts_per_token=model("num_experts_per_tok"),
+        routed_expert_params=model("routed_expert_params"), body_params=model("body_params"),
+        lm_head_params=model("lm_head_params"), embedding_params=model("embedding_params"),
+        stored_params=model("params"),
+        weight_read_bpe=w_bpe, weight_stored_bpe=w_bpe, head_read_bpe=w_bpe, head_stored_bpe=w_bpe,
+        kv_read_bpe=kv_bpe, kv_stored_bpe=kv_bpe, act_bpe=precision_bytes(m, "activations"),
+        kv_read_tokens=attended, kv_stored_tokens=attended,
+        linear_flops_mult=np.asarray(1.0), attention_flops_mult=np.asarray(1.0),
+        eager=_block_column(m, lambda s: s.attention == "eager").astype(bool),
+        split_kv=_block_column(m, lambda s: s.attention == "split").astype(bool),
+        memory_waste=_block_column(m, lambda s: s.memory_waste).astype(float),
+        tp=_block_column(m, lambda s: s.tp).astype(float),
+        utilization=_block_column(m, lambda s: s.batch_utilization).astype(float),
+    )
+
+
+def machine(m: Matrix) -> Machine:
+    """The hardware of every cell as columns."""
+    return Machine(
+        peak=peak_flops(m), vector_peak=compact(np.array([h.vector_flops_per_s for h in m.hardware]), m.hardware_idx),
+        bandwidth=m.column("bandwidth_bytes_per_s", "hardware"),
+        link_bandwidth=np.nan_to_num(m.column("interconnect_bytes_per_s", "hardware"), nan=np.inf),
+        link_latency=m.column("interconnect_latency_s", "hardware"),
+        sms=np.nan_to_num(m.column("sms", "hardware"), nan=np.inf))
+
+
+@dataclass(frozen=True)
+class _Layers:
+    """Seconds per step at the three layers of evidence."""
+
+    theoretical: np.ndarray
+    implementation: np.ndarray
+    end_to_end: np.ndarray
+
+
+def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInputs, hw: Machine,
+           ceff: dict[str, Any], beff: dict[str, Any], overhead: Any) -> _Layers:
+    """One forward step's time: the roofline (+ all-reduces), then efficiencies and occupancy, then overhead."""
+    comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
+    theo = step_time(cost, hw.peak, hw.bandwidth, vector_peak=hw.vector_peak) + comm
+    occupied = {**beff, "attention": beff["attention"] * decode_occupancy(x_impl, hw.sms)}
+    impl = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak) + comm
+    return _Layers(theo, impl, impl + overhead)
+
+
+def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any], beff: dict[str, Any],
+             overhead: Any, capacity: Any, reserve: Any, spec: _Speculation | None = None) -> Variant:
+    cost = step_cost(x)
+    cost_impl = cost if x_impl is x else step_cost(x_impl)
+    t = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, overhead)
+    # the share of one step (a verification step, under speculation) spent compute-bound: all-reduces count as
+    # time that is neither, so the share stays in [0, 1]
+    bound = compute_bound_time(cost, hw.peak, hw.bandwidth, hw.vector_peak)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fraction = np.clip(np.nan_to_num(bound / t.theoretical), 0.0, 1.0)
+    mem = memory(x_impl)            # what the implementation stores (no sparse kernel: dense weights)
+    if spec is not None:
+        t = spec.per_token(t)
+        mem = spec.with_draft(mem)
+    total = mem.total(x.batch, x.memory_waste, reserve)
+    return Variant(x, cost, mem, total, total <= capacity, mem.max_batch(capacity, x.memory_waste, reserve),
+                   t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction)
+
+
+@dataclass(frozen=True)
+class _Speculation:
+    """Speculative decoding's time per output token: (draft passes · t_draft + t_verify) / expected tokens."""
+
+    plan: mechanisms.SpeculativePlan
+    draft: _Layers
+    draft_memory: Memory | None
+    decode: np.ndarray
+
+    def per_token(self, verify: _Layers) -> _Layers:
+        def one(v: np.ndarray, d: np.ndarray) -> np.ndarray:
+            return np.where(self.decode, (self.plan.draft_passes * d + v) / self.plan.expected_tokens, v)
+
+        return _Layers(one(verify.theoretical, self.draft.theoretical),
+                       one(verify.implementation, self.draft.implementation),
+                       one(verify.end_to_end, self.draft.end_to_end))
+
+    def with_draft(self, mem: Memory) -> Memory:
+        if self.draft_memory is None:
+            return mem
+        return Memory(mem.weights + self.draft_memory.weights, mem.kv_per_sequence + self.draft_memory.kv_per_sequence,
+                      mem.activations_per_sequence)
+
+
+def _model_inputs(m: Matrix, cat_models: dict[str, Model]) -> Callable[[str], StepInputs]:
+    """Inputs of the same cells served by another model (distillation, draft models)."""
+    def build(name: str) -> StepInputs:
+        other = replace(m, models=(cat_models[name],), model_idx=np.zeros_like(m.model_idx))
+        return baseline_inputs(other)
+    return build
+
+
+def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
+    """Per cell: the hardware's dense peak for a dtype over its peak for the workload's compute dtype (1 where
+    the chip has no such peak)."""
+    def ratio(dtype: str) -> np.ndarray:
+        table = np.array([[(h.peak(dtype) / h.peak(s.precision["compute"])) if dtype in h.compute_flops_per_s
+                           else 1.0 for h in m.hardware] for s in m.blocks])
+        if np.all(table == table.flat[0]):
+            return np.asarray(table.flat[0])
+        return table[m.block_idx, m.hardware_idx]
+    return ratio
+
+
+def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
+    """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets."""
+    models = {**models, **{mod.key: mod for mod in m.models}}
+    model_inputs = _model_inputs(m, models)
+    base_x = baseline_inputs(m)
+    ctx = mechanisms.Context(claim.change, model_inputs, _peak_ratio(m), m.per_model)
+    claim_x = mechanisms.apply(claim.change, base_x, ctx)
+    claim_read = claim_x if claim.kernel else mechanisms.without_kernel(claim_x, base_x, claim.change)
+
+    hw = machine(m)
+    capacity = m.column("memory_bytes", "hardware")
+    be = m.column("bandwidth_efficiency")
+    ce = m.column("compute_efficiency")
+    overhead = m.column("overhead_s")
+    reserve = m.column("reserve_bytes")
+
+    base_beff = {g: be for g in GROUPS}
+    base_ceff = {g: ce for g in GROUPS}
+    touched = touched_groups(claim.change)
+    # a changed kernel runs at the card's share of the baseline kernel's efficiency, never above the peak
+    claim_beff = {g: np.minimum(be * (claim.bandwidth_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
+    claim_ceff = {g: np.minimum(ce * (claim.compute_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
+
+    base = _variant(base_x, base_x, hw, base_ceff, base_beff, overhead, capacity, reserve)
+    spec = None
+    if "speculative" in claim.change:
+        plan = mechanisms.speculative_plan(claim.change["speculative"])
+        if plan.draft_model:
+            draft_x = replace(model_inputs(plan.draft_model), query_tokens=np.asarray(1.0))
+            draft_cost = step_cost(draft_x)
+            draft = _times(draft_x, draft_cost, draft_cost, draft_x, hw, base_ceff, base_beff, overhead)
+            draft_mem: Memory | None = memory(draft_x)
+        else:
+            c = plan.draft_cost or 0.0
+            draft = _Layers(base.time_theoretical * c, base.time_implementation * c,
+                            base.time_end_to_end * base_x.utilization * c)
+            draft_mem = None
+        spec = _Speculation(plan, draft, draft_mem, m.decode)
+    new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, overhead, capacity, reserve, spec)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_theo = base.time_theoretical / new.time_theoretical
+        s_impl = base.time_implementation / new.time_implementation
+        s_e2e = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
+
+    # capacity turned into concurrency: the claim fits the batch, the baseline only a smaller one
+    e2e_batch = m.batch.copy()
+    rescue = ~base.fits & new.fits & (base.max_batch >= 1)
+    if rescue.any():
+        idx = np.flatnonzero(rescue)
+        b0 = base.max_batch[idx]
+        sub = base_x.take(idx).with_batch(b0)
+        sub_cost = step_cost(sub)
+        t0 = _times(sub, sub_cost, sub_cost, sub, hw.take(idx), {g: at(v, idx) for g, v in base_ceff.items()},
+                    {g: at(v, idx) for g, v in base_beff.items()}, at(overhead, idx)).end_to_end / sub.utilization
+        s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
+        e2e_batch[idx] = b0
+    e2e_batch[~base.fits & ~rescue] = np.nan
+
+    slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
+    return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo)

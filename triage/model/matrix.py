@@ -1,0 +1,154 @@
+"""The workload matrix as numpy columns: resolved blocks expanded into cells, block by block.
+
+Each block expands over its models × hardware (× context × batch for a grid)
+with numpy, so a million-cell grid costs no Python loop per cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from ..defaults import LONG_CONTEXT_TOKENS
+from ..inputs.specs import Hardware, Model, bytes_per_element
+from ..inputs.workloads import Settings, Workloads
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """All cells as numpy columns (SI base units) plus the specs and settings they index."""
+
+    models: tuple[Model, ...]
+    hardware: tuple[Hardware, ...]
+    blocks: tuple[Settings, ...]
+    model_idx: np.ndarray
+    hardware_idx: np.ndarray
+    block_idx: np.ndarray
+    decode: np.ndarray          # bool: decode step (else prefill)
+    context: np.ndarray         # tokens in the cache (decode) or in the prompt (prefill)
+    batch: np.ndarray           # sequences per step
+    share: np.ndarray           # traffic share, normalised to sum 1
+    long_context: np.ndarray    # bool: needs long-context quality evidence
+    source: str = "default"
+
+    def __len__(self) -> int:
+        return int(self.model_idx.shape[0])
+
+    def take(self, idx: np.ndarray) -> Matrix:
+        """The cells at ``idx`` as a matrix of their own (shares renormalised)."""
+        share = self.share[idx]
+        total = share.sum()
+        return Matrix(self.models, self.hardware, self.blocks, self.model_idx[idx], self.hardware_idx[idx],
+                      self.block_idx[idx], self.decode[idx], self.context[idx], self.batch[idx],
+                      share / total if total > 0 else np.full(share.shape, 1.0 / share.size),
+                      self.long_context[idx], self.source)
+
+    def column(self, attr: str, table: str = "blocks") -> np.ndarray:
+        """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""
+        entries: tuple[Any, ...]
+        if table == "blocks":
+            entries, idx = self.blocks, self.block_idx
+        elif table == "models":
+            entries, idx = self.models, self.model_idx
+        else:
+            entries, idx = self.hardware, self.hardware_idx
+        return compact(np.array([_get(v, attr) for v in entries], dtype=float), idx)
+
+    def per_model(self, fn: Any) -> np.ndarray:
+        """``fn(model)`` for each cell's model, as a column (0-d when one model serves every cell)."""
+        return compact(np.array([fn(mod) for mod in self.models], dtype=float), self.model_idx)
+
+    def labels(self, table: str) -> np.ndarray:
+        """Each cell's workload name, model key or hardware key (a numpy string column)."""
+        if table == "blocks":
+            return np.array([b.name for b in self.blocks])[self.block_idx]
+        if table == "models":
+            return np.array([m.key for m in self.models])[self.model_idx]
+        return np.array([h.key for h in self.hardware])[self.hardware_idx]
+
+
+def compact(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``values[idx]``, or the one value as a 0-d array when all entries agree (numpy broadcasts it)."""
+    first = values.flat[0]
+    if np.all((values == first) | (np.isnan(values) & np.isnan(first))):
+        return np.asarray(first)
+    return values[idx]
+
+
+def _get(obj: Any, attr: str) -> float:
+    value = obj
+    for part in attr.split("."):
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return math.nan if value is None else float(value)
+
+
+def build(workloads: Workloads) -> Matrix:
+    """Concatenate the blocks' cells into columns; shares split evenly within a block."""
+    blocks = workloads.blocks
+    cat = workloads.catalog
+    model_keys = sorted({m for b in blocks for m in b.settings.models})
+    hw_keys = sorted({h for b in blocks for h in b.settings.hardware})
+    m_index = {k: i for i, k in enumerate(model_keys)}
+    h_index = {k: i for i, k in enumerate(hw_keys)}
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in
+                                         ("model", "hardware", "block", "decode", "context", "batch", "share", "long")}
+    explicit_share = any(b.settings.share for b in blocks)
+    for n_block, block in enumerate(blocks):
+        s = block.settings
+        combos = list(product(s.models, s.hardware))
+        if block.contexts is not None and block.batches is not None:
+            ctx, bat = np.meshgrid(np.asarray(block.contexts, float), np.asarray(block.batches, float), indexing="ij")
+            ctx, bat = ctx.ravel(), bat.ravel()
+        else:
+            ctx, bat = np.array([float(s.context)]), np.array([float(s.batch)])
+        per = ctx.size
+        n = per * len(combos)
+        share_total = (s.share or 0.0) if explicit_share else 1.0
+        cols["model"].append(np.repeat([m_index[m] for m, _ in combos], per))
+        cols["hardware"].append(np.repeat([h_index[h] for _, h in combos], per))
+        cols["block"].append(np.full(n, n_block))
+        cols["decode"].append(np.full(n, s.phase == "decode"))
+        cols["context"].append(np.tile(ctx, len(combos)))
+        cols["batch"].append(np.tile(bat, len(combos)))
+        cols["share"].append(np.full(n, share_total / n))
+        if s.long_context is None:
+            cols["long"].append(np.tile(ctx >= LONG_CONTEXT_TOKENS, len(combos)))
+        else:
+            cols["long"].append(np.full(n, s.long_context))
+    arrays = {k: np.concatenate(v) for k, v in cols.items()}
+    share = arrays["share"]
+    total = share.sum()
+    share = share / total if total > 0 else np.full(share.shape, 1.0 / share.size)
+    return Matrix(
+        models=tuple(cat.models[k] for k in model_keys),
+        hardware=tuple(cat.hardware[k] for k in hw_keys),
+        blocks=tuple(b.settings for b in blocks),
+        model_idx=arrays["model"].astype(np.intp),
+        hardware_idx=arrays["hardware"].astype(np.intp),
+        block_idx=arrays["block"].astype(np.intp),
+        decode=arrays["decode"].astype(bool),
+        context=arrays["context"],
+        batch=arrays["batch"],
+        share=share,
+        long_context=arrays["long"].astype(bool),
+        source=workloads.source,
+    )
+
+
+def precision_bytes(matrix: Matrix, which: str) -> np.ndarray:
+    """Bytes per element of the ``which`` precision ('weights', 'kv', 'activations') per cell."""
+    per_block = np.array([bytes_per_element(s.precision[which]) for s in matrix.blocks])
+    return compact(per_block, matrix.block_idx)
+
+
+def peak_flops(matrix: Matrix) -> np.ndarray:
+    """Dense peak FLOP/s of each cell's hardware at its compute precision."""
+    table = np.array([[hw.peak(s.precision["compute"]) if hw.has_peak(s.precision["compute"]) else np.nan
+                       for hw in matrix.hardware] for s in matrix.blocks])
+    if np.all(table == table.flat[0]):
+        return np.asarray(table.flat[0])
+    return table[matrix.block_idx, matrix.hardware_idx]

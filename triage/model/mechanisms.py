@@ -1,0 +1,267 @@
+"""How each kind of change in a card alters the cost model's inputs: one small function each.
+
+A mechanism maps (baseline StepInputs, the card's value, a context) to the
+claim's StepInputs. What it touches, what a missing kernel takes back and how
+two stacked cards compose it are data (inputs/mechanisms.yaml); this module
+binds each key to its function. Structure (which matrices a model has, how
+many parameters a KV head costs) comes from the model's spec, never re-derived
+here. Speculative decoding changes the step itself and is priced in layers.py
+with the plan this module gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..inputs.registry import MechanismInfo, registry
+from ..inputs.specs import Model
+from .roofline import StepInputs
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a mechanism may look up: the whole change, another model's inputs on the same cells, a dtype's
+    peak ratio, and a per-model figure of the cells' own models."""
+
+    change: dict[str, Any]
+    model_inputs: Callable[[str], StepInputs]
+    peak_ratio: Callable[[str], Any]   # a dtype's dense peak over the workload's compute dtype, per cell
+    per_model: Callable[[Callable[[Model], float]], np.ndarray]   # fn(model) of each cell's model
+
+
+# ---- cache -------------------------------------------------------------------------------------
+
+
+def kv_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """KV bytes per token × m, read and stored (KV quantization, low rank)."""
+    return replace(x, kv_read_bpe=x.kv_read_bpe * m, kv_stored_bpe=x.kv_stored_bpe * m)
+
+
+def kv_heads(x: StepInputs, n: int, ctx: Context) -> StepInputs:
+    """GQA/MQA: n KV heads instead of H_kv. The cache shrinks by n/H_kv and the k,v projections by
+    (H_kv − n) heads' parameters (Model.kv_head_params; Ainslie et al. 2023). MLA caches have no heads:
+    unchanged there."""
+    ratio = np.where(x.mla, 1.0, n / x.kv_heads)
+    fewer = np.where(x.mla, 0.0, ctx.per_model(lambda mod: mod.kv_head_params) * np.maximum(x.kv_heads - n, 0.0))
+    return replace(x, kv_elements_per_token=x.kv_elements_per_token * ratio,
+                   body_params=x.body_params - fewer, stored_params=x.stored_params - fewer)
+
+
+def kv_latent(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """MLA-style latent cache: ``elements`` cached per token and layer, shared by all heads (DeepSeek-V2 §2.1)."""
+    return replace(x, kv_elements_per_token=x.layers * float(spec["elements"]))
+
+
+def _kept(x: StepInputs, spec: dict[str, float]) -> Any:
+    return x.context * spec["keep"] if "keep" in spec else np.minimum(x.context, float(spec["budget"]))
+
+
+def kv_tokens(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """Eviction: keep a fraction of the context, or a fixed token budget, read and stored by decode.
+
+    Prefill still computes and writes the whole prompt's KV (eviction follows it).
+    """
+    kept = _kept(x, spec)
+    return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, kept),
+                   kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
+
+
+def kv_read(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """Query-aware sparsity: read only a fraction or a budget of the KV, keep all of it stored; ``metadata``
+    is what choosing costs, as a share of the stored KV read every step (Quest: a min and a max key per
+    16-token page, 2/16 of K = 1/16 of the KV)."""
+    return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, _kept(x, spec)),
+                   kv_metadata=x.kv_metadata + spec.get("metadata", 0.0))
+
+
+def prefix_hit(x: StepInputs, f: float, ctx: Context) -> StepInputs:
+    """Prefix caching: a fraction f of each prompt's KV is already cached; prefill computes the rest
+    (its queries still attend over the whole prompt). Decode is unchanged."""
+    return replace(x, prefix_fraction=np.asarray(f))
+
+
+def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
+    """Paged allocation: the claim's KV fragmentation (PagedAttention: under 4 %); the baseline's is the
+    workload's. Time is unchanged; the batch that fits changes."""
+    return replace(x, memory_waste=np.asarray(f))
+
+
+# ---- attention ---------------------------------------------------------------------------------
+
+
+def attention_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """FLOPs of attention × m (sparse or approximate attention)."""
+    return replace(x, attention_flops_mult=x.attention_flops_mult * m)
+
+
+def score_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """Score traffic of eager attention × m: a fused kernel (FlashAttention) keeps S and P on chip (m = 0).
+    Workloads whose attention is already fused have none to save."""
+    return replace(x, score_bytes_mult=x.score_bytes_mult * m)
+
+
+def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
+    """Split-KV decoding (Flash-Decoding): the KV is split across SMs, so a decode step fills the GPU
+    even at batch 1 (an implementation gain: the bytes are the same)."""
+    return replace(x, split_kv=np.asarray(bool(on)) | x.split_kv)
+
+
+# ---- weights -----------------------------------------------------------------------------------
+
+
+def weight_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """Bytes per weight × m, read and stored, every weight including LM head and embedding."""
+    return replace(x, weight_read_bpe=x.weight_read_bpe * m, weight_stored_bpe=x.weight_stored_bpe * m,
+                   head_read_bpe=x.head_read_bpe * m, head_stored_bpe=x.head_stored_bpe * m)
+
+
+def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
+    """Group-wise quantization: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight.
+
+    int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
+    """
+    return spec["bits"] / 8 + (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * spec["group_size"])
+
+
+def weight_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Weight-only quantization of the transformer blocks (and experts); the LM head and embedding stay
+    16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them)."""
+    bpe = np.asarray(quantized_bytes_per_weight(spec))
+    head = np.asarray(2.0) if spec.get("keep_16bit", True) else bpe
+    return replace(x, weight_read_bpe=bpe, weight_stored_bpe=bpe, head_read_bpe=head, head_stored_bpe=head)
+
+
+def sparsity(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """N:M structured sparsity (2:4 on Ampere+): N of every M weights kept, with ⌈log2 M⌉ index bits per kept
+    weight; FLOPs × N/M. Only a sparse kernel gets either (Mishra et al. 2021)."""
+    n, m = (int(v) for v in spec["pattern"].split(":"))
+    kept = n / m
+    meta = math.ceil(math.log2(m)) / 8
+    return replace(x, linear_flops_mult=x.linear_flops_mult * kept,
+                   weight_read_bpe=x.weight_read_bpe * kept + kept * meta,
+                   weight_stored_bpe=x.weight_stored_bpe * kept + kept * meta)
+
+
+def compute_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
+    """Linear layers run their GEMMs in ``dtype`` (W8A8 int8, fp8): the hardware's peak for it, where it has
+    one (SmoothQuant, QServe). Cells whose chip lacks the dtype keep their peak."""
+    return replace(x, linear_peak_mult=x.linear_peak_mult * ctx.peak_ratio(dtype))
+
+
+def linear_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+    """FLOPs of the linear layers × m (pruning without a format change)."""
+    return replace(x, linear_flops_mult=x.linear_flops_mult * m)
+
+
+def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Each projection W (m × n) becomes U (m × r) · V (r × n): parameters and FLOPs r(m+n) instead of m·n
+    (Hu et al. 2021's factorization, applied to the weights). Which projections a model has — attention or
+    MLA, a gated or two-matrix MLP, shared and routed experts — is Model.low_rank_saved's."""
+    r = float(spec["rank"])
+    body = ctx.per_model(lambda mod: mod.low_rank_saved(r)[0])
+    routed = ctx.per_model(lambda mod: mod.low_rank_saved(r)[1])
+    return replace(x, body_params=x.body_params - body, routed_expert_params=x.routed_expert_params - routed,
+                   stored_params=x.stored_params - body - routed)
+
+
+def distill_to(x: StepInputs, name: str, ctx: Context) -> StepInputs:
+    """Distillation: the claim serves another (smaller) catalog model on the same workload."""
+    return ctx.model_inputs(name)
+
+
+# ---- decoding and system -----------------------------------------------------------------------
+
+
+def speculative(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """The verification forward: q = γ+1 (or the tree's size) queries per sequence in one step."""
+    return replace(x, query_tokens=np.asarray(float(speculative_plan(spec).verify_tokens)))
+
+
+@dataclass(frozen=True)
+class SpeculativePlan:
+    """Per step: ``draft_passes`` draft forwards, one verification of ``verify_tokens`` tokens per
+    sequence, ``expected_tokens`` accepted (the bonus token included)."""
+
+    draft_passes: float
+    verify_tokens: float
+    expected_tokens: float
+    draft_model: str | None
+    draft_cost: float | None
+
+
+def expected_tokens(acceptance: float, tokens: int) -> float:
+    """Tokens per step with γ drafted at acceptance α: (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023, eq. 1)."""
+    if acceptance >= 1.0:
+        return tokens + 1.0
+    return (1.0 - acceptance ** (tokens + 1)) / (1.0 - acceptance)
+
+
+def speculative_plan(spec: dict[str, Any]) -> SpeculativePlan:
+    """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
+    if "tokens_per_step" in spec:
+        return SpeculativePlan(float(spec.get("draft_passes", 1)), float(spec["verify_tokens"]),
+                               float(spec["tokens_per_step"]), spec.get("draft_model"), spec.get("draft_cost"))
+    gamma = int(spec["tokens"])
+    return SpeculativePlan(float(gamma), gamma + 1.0, expected_tokens(spec["acceptance"], gamma),
+                           spec.get("draft_model"), spec.get("draft_cost"))
+
+
+def tp(x: StepInputs, n: int, ctx: Context) -> StepInputs:
+    """Tensor parallelism over n GPUs: weights, heads and KV split n ways, two all-reduces per layer."""
+    return replace(x, tp=np.asarray(float(n)))
+
+
+def batching(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """Continuous batching: the share of batch slots doing useful work (Orca, Yu et al. 2022); the
+    baseline's is the workload's batch_utilization. An end-to-end gain in throughput."""
+    return replace(x, utilization=np.asarray(spec["utilization"]))
+
+
+def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
+    """Vector-unit work to dequantize each element read in a changed format (KV and/or weights):
+    free while a step is bandwidth-bound, a slowdown once it is compute-bound (the course's warning)."""
+    spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
+    kv = spec.get("kv", 0.0) if {"kv_bytes"} & set(ctx.change) else 0.0
+    weights = spec.get("weights", 0.0) if {"weight_bytes", "weight_quant", "sparsity"} & set(ctx.change) else 0.0
+    return replace(x, dequant_kv_ops=np.asarray(float(kv)), dequant_weight_ops=np.asarray(float(weights)))
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A change key: its data (groups, reverts, composition) and its function."""
+
+    info: MechanismInfo
+    apply: Callable[[StepInputs, Any, Context], StepInputs]
+
+
+_FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
+    "distill_to": distill_to, "kv_heads": kv_heads, "kv_latent": kv_latent, "kv_bytes": kv_bytes,
+    "kv_tokens": kv_tokens, "kv_read": kv_read, "prefix_hit": prefix_hit, "memory_waste": memory_waste,
+    "attention_flops": attention_flops, "score_bytes": score_bytes, "split_kv": split_kv,
+    "weight_bytes": weight_bytes, "weight_quant": weight_quant, "sparsity": sparsity, "compute_dtype": compute_dtype,
+    "linear_flops": linear_flops, "low_rank": low_rank, "speculative": speculative, "tp": tp, "batching": batching,
+    "dequant_ops": dequant_ops,
+}
+
+# In the data's order (the model swap first, formats before their dequantization).
+REGISTRY: dict[str, Mechanism] = {key: Mechanism(info, _FUNCTIONS[key]) for key, info in registry().items()}
+
+
+def apply(change: dict[str, Any], x: StepInputs, ctx: Context) -> StepInputs:
+    """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``, in registry order."""
+    for key, mechanism in REGISTRY.items():
+        if key in change:
+            x = mechanism.apply(x, change[key], ctx)
+    return x
+
+
+def without_kernel(claim: StepInputs, base: StepInputs, change: dict[str, Any]) -> StepInputs:
+    """No kernel reads the new format in place: what each format mechanism saves at read time comes back
+    (reads at the old bytes, dense FLOPs); storage keeps the saving unless the mechanism says otherwise."""
+    fields = {f for key in change for f in REGISTRY[key].info.reverts}
+    return replace(claim, **{f: getattr(base, f) for f in fields})

@@ -1,0 +1,68 @@
+"""Verdict codes per cell, vectorized, and the boolean facts each was decided from (the words are the report's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..inputs.claim import Claim
+from ..inputs.registry import changes_format
+from .layers import Gaps
+from .matrix import Matrix
+
+GO, CONDITIONAL, NO_GO, DOES_NOT_FIT = 0, 1, 2, 3
+LABELS = ("GO", "CONDITIONAL", "NO-GO", "DOES-NOT-FIT")
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Per-cell verdict codes and the boolean facts they were decided from."""
+
+    code: np.ndarray
+    min_gain: np.ndarray
+    gate: np.ndarray
+    enables: np.ndarray
+    quality_fail: np.ndarray
+    theory_low: np.ndarray
+    kernel_missing: np.ndarray
+    e2e_low: np.ndarray
+    quality_untested: bool
+    long_untested: np.ndarray
+    slo_missed: np.ndarray
+
+
+def decide(m: Matrix, claim: Claim, g: Gaps) -> Verdicts:
+    """GO, CONDITIONAL, NO-GO or DOES-NOT-FIT for every cell, first matching rule wins.
+
+    DOES-NOT-FIT  the claim does not fit memory at the cell's batch;
+    NO-GO         quality below the gate, or the bound (theoretical gain) below
+                  min_gain, or the end-to-end gain below it with a kernel present;
+    CONDITIONAL   the gain needs a kernel that reads the new format, or quality
+                  is unreported / untested on long context, or the SLO is still missed;
+    GO            otherwise.
+    """
+    shape = m.batch.shape
+    min_gain = np.broadcast_to(m.column("min_gain"), shape)
+    gate = np.broadcast_to(m.column("quality_gate"), shape)
+    enables = ~g.base.fits & g.claim.fits
+    retained = claim.quality_retained
+    quality_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
+    theory_low = (g.speedup_theoretical < min_gain) & ~enables
+    kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
+        (g.speedup_implementation < min_gain) & ~theory_low
+    e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
+    e2e_low = (e2e < min_gain) & ~enables
+    long_untested = m.long_context & (not claim.long_context_tested)
+    with np.errstate(invalid="ignore"):
+        slo_missed = g.claim.time_end_to_end > g.slo      # NaN SLO compares False
+
+    code = np.full(len(m), GO)
+    cond = (retained is None) | long_untested | slo_missed
+    code = np.where(cond, CONDITIONAL, code)
+    code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
+    code = np.where(kernel_missing, CONDITIONAL, code)
+    code = np.where(theory_low | quality_fail, NO_GO, code)
+    code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
+    return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
+                    retained is None, long_untested, slo_missed)

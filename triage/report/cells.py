@@ -1,0 +1,143 @@
+"""The cells of the JSON document, built from columns: each quantity converted once for all cells.
+
+``columns`` is the one source: the JSON's per-cell objects nest it, a sweep's
+frame (CSV, parquet) writes it flat under the same dotted names. Only the
+cells asked for are converted, and only they get reasons in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..analysis.evaluation import Evaluation
+from ..model.layers import Variant
+from ..model.roofline import GROUPS
+from ..model.verdicts import LABELS
+from .reasons import reasons
+
+Columns = dict[str, np.ndarray]
+
+
+def _variant(prefix: str, v: Variant, m: Any, idx: np.ndarray) -> Columns:
+    def at(a: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(a, dtype=float), m.batch.shape)[idx]
+
+    tokens = np.where(m.decode, 1.0, m.context) * m.batch
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens_per_s = at(tokens / v.time_end_to_end)
+    cols: Columns = {
+        f"{prefix}.bytes_per_step": at(v.cost.total_bytes),
+        f"{prefix}.flops_per_step": at(v.cost.total_flops),
+        **{f"{prefix}.bytes_by_group.{g}": at(v.cost.bytes[g]) for g in GROUPS},
+        **{f"{prefix}.flops_by_group.{g}": at(v.cost.flops[g]) for g in GROUPS},
+        f"{prefix}.memory_bytes": at(v.memory_bytes),
+        f"{prefix}.weights_bytes": at(v.mem.weights),
+        f"{prefix}.kv_bytes": at(v.mem.kv_per_sequence * m.batch),
+        f"{prefix}.fits": np.asarray(v.fits)[idx],
+        f"{prefix}.max_batch": at(v.max_batch).astype(np.int64),
+        f"{prefix}.time_s.theoretical": at(v.time_theoretical),
+        f"{prefix}.time_s.implementation": at(v.time_implementation),
+        f"{prefix}.time_s.end_to_end": at(v.time_end_to_end),
+        f"{prefix}.tokens_per_s": tokens_per_s,
+        f"{prefix}.compute_bound_fraction": at(v.compute_bound_fraction),
+    }
+    return cols
+
+
+def columns(ev: Evaluation, idx: np.ndarray | None = None) -> Columns:
+    """Every JSON cell field except the reasons, as one array per dotted name, for the cells ``idx``."""
+    m, g, c = ev.matrix, ev.gaps, ev.claim
+    idx = np.arange(len(m)) if idx is None else idx
+    base, claim = g.base, g.claim
+    with np.errstate(divide="ignore", invalid="ignore"):
+        saved = {k: (1.0 - getattr(claim, f"time_{k}") / getattr(base, f"time_{k}"))[idx]
+                 for k in ("theoretical", "implementation", "end_to_end")}
+        bytes_saved = (1.0 - claim.cost.total_bytes / base.cost.total_bytes)
+    claimed = np.full(idx.size, np.nan if c.claimed_speedup is None else float(c.claimed_speedup))
+    cols: Columns = {
+        "workload": m.labels("blocks")[idx],
+        "model": m.labels("models")[idx],
+        "hardware": m.labels("hardware")[idx],
+        "phase": np.where(m.decode[idx], "decode", "prefill"),
+        "context": m.context[idx].astype(np.int64),
+        "batch": m.batch[idx].astype(np.int64),
+        "share": m.share[idx],
+        "long_context": m.long_context[idx],
+        **_variant("baseline", base, m, idx),
+        **_variant("claim", claim, m, idx),
+        "bytes_saved_fraction": np.broadcast_to(bytes_saved, m.batch.shape)[idx],
+        **{f"time_saved_fraction.{k}": v for k, v in saved.items()},
+        "speedup.claimed": claimed,
+        "speedup.theoretical": g.speedup_theoretical[idx],
+        "speedup.implementation": g.speedup_implementation[idx],
+        "speedup.end_to_end": g.speedup_end_to_end[idx],
+        "end_to_end_baseline_batch": g.e2e_baseline_batch[idx],
+        "slo_s": g.slo[idx],
+    }
+    if ev.parts:
+        alone = {part.id: pg.speedup_theoretical[idx] for part, pg in ev.parts}
+        product = np.prod(np.nan_to_num(np.stack(list(alone.values())), nan=1.0), axis=0)
+        cols.update({f"stack.individual_theoretical.{k}": v for k, v in alone.items()})
+        cols["stack.product"] = product
+        cols["stack.combined"] = g.speedup_theoretical[idx]
+    cols["verdict"] = np.asarray(LABELS)[ev.verdicts.code[idx]]
+    return cols
+
+
+_INTEGER = ("context", "batch", "max_batch", "end_to_end_baseline_batch")
+
+
+def _values(name: str, a: np.ndarray, claimed: Any) -> list[Any]:
+    """A column as JSON values: finite floats, None for NaN/inf, ints where counts, the card's own claimed."""
+    if name == "speedup.claimed":
+        return [claimed] * a.size
+    if a.dtype.kind in "biuU":
+        return a.tolist()
+    finite = np.isfinite(a)
+    if name.endswith(_INTEGER):
+        values = a.astype(np.int64, copy=False) if finite.all() else np.where(finite, a, 0).astype(np.int64)
+        return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)] if not finite.all() \
+            else values.tolist()
+    if finite.all():
+        return a.tolist()
+    return [v if ok else None for v, ok in zip(a.tolist(), finite.tolist(), strict=True)]
+
+
+def _tree(names: list[str]) -> dict[str, Any]:
+    """Dotted names → a nested dict of column indices, in first-seen order."""
+    tree: dict[str, Any] = {}
+    for n, name in enumerate(names):
+        *parents, leaf = name.split(".", 2 if name.startswith("stack.individual_theoretical.") else -1)
+        node = tree
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = n
+    return tree
+
+
+def _compile(tree: dict[str, Any]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+    items = [(k, v if isinstance(v, int) else _compile(v)) for k, v in tree.items()]
+
+    def make(row: tuple[Any, ...]) -> dict[str, Any]:
+        return {k: (row[v] if isinstance(v, int) else v(row)) for k, v in items}
+    return make
+
+
+def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` cells (all when None) as the JSON contract describes them."""
+    n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
+    idx = np.arange(n)
+    cols = columns(ev, idx)
+    names = list(cols)
+    make = _compile(_tree(names))
+    lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
+    m, g, v = ev.matrix, ev.gaps, ev.verdicts
+    out = []
+    for i, row in enumerate(zip(*lists, strict=True)):
+        cell = make(row)
+        cell["reasons"] = reasons(i, m, ev.claim, g, v)
+        out.append(cell)
+    return out

@@ -1,0 +1,168 @@
+"""Renderers: the Markdown decision memo, the reading-group brief and the JSON document, chosen by --format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..defaults import LIMITS
+from ..inputs import units
+from . import figures as figures_mod
+from .describe import describe
+from .result import Result
+from .templates import render
+
+MARKER = "<!-- triage decision memo"
+BRIEF_MARKER = "<!-- triage reading-group brief"
+
+
+def _cell_view(cell: dict[str, Any]) -> dict[str, Any]:
+    """Display-ready facts of one cell: the fractions the template must not compute."""
+    base = cell["baseline"]
+    kv = base["bytes_by_group"]["attention"] or 0.0
+    flops, nbytes = base["flops_per_step"] or 0.0, base["bytes_per_step"] or 1.0
+    label = f"{cell['workload']} ({cell['phase']}, {cell['context']:,} tokens, batch {cell['batch']})"
+    return {**cell,
+            "label": label,
+            "kv_fraction": kv / nbytes,
+            "intensity": flops / nbytes}
+
+
+def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, str]]:
+    """The course's three failure conditions (§5.4), checked against the card."""
+    claim = d["claim"]
+    setting = claim["claim"].get("setting", {})
+    has_setting = "batch" in setting and "context" in setting
+    kernel = claim["implementation"]["kernel"]
+    tested = claim["quality"]["long_context_tested"]
+    return [
+        {"condition": "1. tokens/s reported without batch and sequence length",
+         "status": "ok" if has_setting else "FLAG",
+         "detail": (f"the card states batch {setting['batch']} and context {setting['context']:,}"
+                    if has_setting else "the card's claim.setting lacks batch or context: the number cannot be "
+                                        "compared with any workload")},
+        {"condition": "2. no kernel reads the compressed format (the saving stays theoretical)",
+         "status": "ok" if kernel else "FLAG",
+         "detail": ("the card says a kernel reads the new format in place" if kernel else
+                    "implementation.kernel is false: reads keep the old bytes, only storage shrinks")},
+        {"condition": "3. quality holds on average but drops on needle-in-a-haystack",
+         "status": "ok" if tested else ("FLAG" if long_cells else "untested"),
+         "detail": ("long-context retrieval was evaluated" if tested else
+                    "no long-context evaluation reported" + (": the long-context workloads are CONDITIONAL"
+                                                             if long_cells else ""))},
+    ]
+
+
+def figure_data(result: Result) -> dict[str, str]:
+    """The SVG figures of a memo: roofline, gain heatmap, latency–throughput (name → SVG text)."""
+    ev = result.evaluation
+    m, g = ev.matrix, ev.gaps
+    hardware = [{"name": h.key, "peak": h.peak(m.blocks[0].precision["compute"]), "bandwidth": h.bandwidth_bytes_per_s}
+                for h in m.hardware]
+    n = min(len(m), LIMITS.figure_points)
+    names = m.labels("blocks")[:n]
+    b, c = g.base, g.claim
+    points = [{"label": str(names[i]), "hardware_index": int(m.hardware_idx[i]),
+               "base_intensity": float(b.cost.total_flops[i] / b.cost.total_bytes[i]),
+               "base_flops": float(b.cost.total_flops[i] / b.time_theoretical[i]),
+               "claim_intensity": float(c.cost.total_flops[i] / c.cost.total_bytes[i]),
+               "claim_flops": float(c.cost.total_flops[i] / c.time_theoretical[i])} for i in range(n)]
+    title = f"Roofline: {ev.claim.title}" + (f" (first {n} of {len(m):,} cells)" if len(m) > n else "")
+    out = {"roofline": figures_mod.roofline(hardware, points, title)}
+    if ev.analysis is not None and ev.analysis.crossover:
+        first = ev.analysis.crossover[0]
+        out["gain"] = figures_mod.heatmap(first.contexts.tolist(), first.batches.tolist(),
+                                          first.theoretical.tolist(), first.min_gain,
+                                          f"Bound over context × batch: {first.model} on {first.hardware} (decode)")
+    series, slo, title = _frontier(result)
+    if series:
+        out["latency"] = figures_mod.latency_throughput(series, slo, title)
+    return out
+
+
+def _frontier(result: Result) -> tuple[list[dict[str, Any]], float | None, str]:
+    """Series of tokens/s per GPU against TPOT, baseline and claim, over the frontier's batches."""
+    ev = result.evaluation
+    f = ev.analysis.frontier if ev.analysis is not None else None
+    if f is None:
+        return [], None, ""
+    m = ev.matrix
+    series = []
+    for name, t, fits in (("baseline", f.base_time_s, f.base_fits), ("claim", f.claim_time_s, f.claim_fits)):
+        series.append({"name": name, "batch": f.batches[fits].tolist(), "tpot_s": t[fits].tolist(),
+                       "tokens_per_s_per_gpu": (f.batches[fits] / t[fits] / f.gpus).tolist()})
+    i = f.cell
+    title = (f"Latency–throughput: {m.blocks[m.block_idx[i]].name}, {m.models[m.model_idx[i]].key} on "
+             f"{m.hardware[m.hardware_idx[i]].key}, {int(m.context[i]):,}-token context")
+    return series, f.slo_s, title
+
+
+def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
+    """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views."""
+    d = result.document(LIMITS.memo_cells)
+    cells = [_cell_view(c) for c in d["cells"]]
+    quality = d["claim"]["quality"]
+    gates = sorted({b.quality_gate for b in result.matrix.blocks})
+    analysis = result.analysis
+    return {
+        "d": d,
+        "claim": d["claim"],
+        "check": d["paper_check"],
+        "cells": cells,
+        "omitted": len(result) - len(cells),
+        "memo_cells": LIMITS.memo_cells,
+        "slo_omitted": (analysis.slo_cells_total - len(analysis.slo_throughput)) if analysis else 0,
+        "changes": describe(d["claim"]["change"]),
+        "conditions": _failure_conditions(d, bool(result.matrix.long_context.any())),
+        "quality_retained": quality["retained"],
+        "gates": gates,
+        "decision": d["decision"],
+        "assumptions": d["assumptions"],
+        "analysis": d["analysis"],
+        "measured": d["measured"],
+        "figures": figures if isinstance(figures, list) else [],
+        "figures_note": figures if isinstance(figures, str) else "",
+        "figure_points": LIMITS.figure_points,
+        "marker": MARKER,
+    }
+
+
+def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
+    """The three questions to ask the authors, with what the card already answers."""
+    claim = d["claim"]
+    setting = claim["claim"].get("setting", {})
+    quality = claim["quality"]
+    return [
+        {"question": "At what batch size and sequence lengths was the headline number measured, and against "
+                     "which baseline?",
+         "answer": (f"batch {setting['batch']}, context {setting['context']:,}" if "batch" in setting
+                    and "context" in setting else "not stated")
+                   + (f"; baseline: {claim['claim']['baseline']}" if claim["claim"].get("baseline") else "")},
+        {"question": "Does a kernel read the new format in place, at what fraction of the baseline's bandwidth?",
+         "answer": ("yes, at " + units.fmt_percent(claim["implementation"]["bandwidth_efficiency"], 0)
+                    if claim["implementation"]["kernel"] else "no: the saving is storage only")},
+        {"question": "Does quality hold on long-context retrieval (needle-in-a-haystack), not only on average?",
+         "answer": ("tested" if quality["long_context_tested"] else "not tested")
+                   + (f"; {units.fmt_percent(quality['retained'])} retained" if quality["retained"] is not None
+                      else "; no quality figure")},
+    ]
+
+
+def render_brief(result: Result) -> str:
+    """The one-page reading-group brief."""
+    ctx = {**context(result, "none in a brief"), "marker": BRIEF_MARKER}
+    return render("brief.md.j2", questions=_questions(ctx["d"]), **ctx)
+
+
+def render_markdown(result: Result, figures: list[dict[str, str]] | str = "") -> str:
+    """The decision memo; ``figures`` are [{title, path}] written beside it, or why there are none."""
+    return render("memo.md.j2", **context(result, figures or "figures are written only beside a memo file (-o)"))
+
+
+def render_json(result: Result) -> str:
+    """The JSON contract: stable key order, no NaN, trailing newline."""
+    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json, "brief": render_brief}

@@ -1,0 +1,63 @@
+"""The verification plan every memo ends with: the A/B to run, as commands where a standard tool exists.
+
+The course's safeguard (module 12.4 §5.4): fixed batch, lengths and hardware;
+a quality gate at 99 % of the fp16 baseline; needle-in-a-haystack where the
+claim touches KV or attention and a workload is long-context; roll back if any
+check fails.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..analysis.evaluation import Evaluation
+from ..defaults import LIMITS
+from ..inputs.registry import touched_groups
+
+
+def _hf_id(model: Any) -> str:
+    """The Hugging Face repository named in a catalog model's source, else its catalog key."""
+    match = re.search(r"\b([\w.-]+/[\w.-]+)\s+config\.json", model.source)
+    return match.group(1) if match else model.key
+
+
+def plan(result: Evaluation) -> list[dict[str, str]]:
+    """Steps, each with what to do and a command (A/B commands for the first LIMITS.plan_cells cells)."""
+    m, claim = result.matrix, result.claim
+    steps: list[dict[str, str]] = []
+    seen = set()
+    for i in range(min(len(m), LIMITS.plan_cells)):
+        s = m.blocks[m.block_idx[i]]
+        model, hw = m.models[m.model_idx[i]], m.hardware[m.hardware_idx[i]]
+        key = (s.name, model.key, hw.key, int(m.context[i]), int(m.batch[i]), bool(m.decode[i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        ctx, batch = int(m.context[i]), int(m.batch[i])
+        out_len = 256 if m.decode[i] else 1
+        metric = "TPOT" if m.decode[i] else "TTFT"
+        cmd = (f"vllm bench serve --model {_hf_id(model)} --dataset-name random --random-input-len {ctx} "
+               f"--random-output-len {out_len} --max-concurrency {batch} --num-prompts {max(64, 8 * batch)} "
+               f"--save-result --result-dir results --result-filename {s.name}-{hw.key}-VARIANT.json "
+               f"--metadata workload={s.name} hardware={hw.key} variant=VARIANT")
+        steps.append({"step": f"A/B {s.name} on {hw.key}: same model, batch {batch}, {ctx:,}-token inputs; "
+                              f"compare {metric}, once with VARIANT=baseline and once with the claim's build "
+                              f"(VARIANT=claim)", "command": cmd})
+    if len(m) > LIMITS.plan_cells:
+        steps.append({"step": f"the A/B commands above cover the first {LIMITS.plan_cells} of {len(m):,} cells "
+                              f"(limit plan_cells); run the same for the others", "command": "see the JSON's cells"})
+    gates = sorted({b.quality_gate for b in m.blocks})
+    tasks = ",".join(claim.evaluated_on) if claim.evaluated_on else "wikitext,hellaswag,gsm8k"
+    steps.append({"step": f"quality gate: every task at ≥ {gates[0] * 100:g} % of the fp16 baseline's score, for "
+                          f"both builds", "command": f"lm_eval --model vllm --model_args pretrained=MODEL "
+                                                     f"--tasks {tasks} --batch_size auto"})
+    long_cells = m.long_context.any()
+    if long_cells and "attention" in touched_groups(claim.change):
+        ctx = int(m.context[m.long_context].max())
+        steps.append({"step": f"needle-in-a-haystack at {ctx:,} tokens: the change touches KV or attention and a "
+                              f"workload is long-context; average scores can hide the drop",
+                      "command": f"RULER niah tasks at sequence length {ctx} (github.com/NVIDIA/RULER), both builds"})
+    steps.append({"step": "compare predicted and measured; roll back if any check fails",
+                  "command": f"triage run {claim.file} --measured results/"})
+    return steps

@@ -1,0 +1,188 @@
+"""The JSON document of one evaluation, built once from columns; the same columns as a frame for sweeps."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis import measured, pipeline
+from ..analysis.evaluation import Evaluation
+from ..analysis.regions import Analysis
+from ..inputs import units
+from ..inputs.claim import Claim
+from ..model.layers import Gaps
+from ..model.matrix import Matrix
+from . import cells as cells_mod
+from . import plan
+from .directions import DIRECTIONS
+from .reasons import decision_reasons
+from .regions import analysis_dict
+
+JSON_VERSION = 1
+
+
+def _num(x: Any) -> float | None:
+    """A finite Python float, or None (JSON has no NaN)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One evaluation and the documents made from it: ``to_dict`` (the JSON), ``to_frame`` (one row per cell)."""
+
+    evaluation: Evaluation
+
+    def __len__(self) -> int:
+        return len(self.evaluation)
+
+    @property
+    def claim(self) -> Claim:
+        return self.evaluation.claim
+
+    @property
+    def matrix(self) -> Matrix:
+        return self.evaluation.matrix
+
+    @property
+    def gaps(self) -> Gaps:
+        return self.evaluation.gaps
+
+    @property
+    def analysis(self) -> Analysis | None:
+        return self.evaluation.analysis
+
+    def decision(self) -> dict[str, Any]:
+        """The decision as the JSON contract describes it."""
+        d = self.evaluation.decision
+        return {"verdict": d.verdict, "shares": d.shares,
+                "weighted_speedup": {"theoretical": d.weighted_theoretical, "end_to_end": d.weighted_end_to_end},
+                "reproduction_gpu_hours": d.reproduction_gpu_hours,
+                "reasons": decision_reasons(d, self.claim)}
+
+    def cells(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The first ``limit`` cells (all when None) as JSON objects."""
+        return cells_mod.cells(self.evaluation, limit)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every cell field but the reasons, one array per dotted JSON name (a sweep's columns)."""
+        return cells_mod.columns(self.evaluation)
+
+    def to_frame(self) -> Any:
+        """The cells as a pandas DataFrame, one row per cell, columns named as the JSON's, flattened
+        (``baseline.time_s.end_to_end``); reasons are words and stay in the JSON. Needs the ``frame`` extra."""
+        try:
+            import pandas as pd  # optional: pip install 'triage[frame]'
+        except ImportError as exc:
+            raise ImportError("Result.to_frame needs pandas: pip install 'triage[frame]'") from exc
+        return pd.DataFrame(self.columns())
+
+    def assumptions(self) -> list[dict[str, str]]:
+        """Every constant the numbers rest on, with its source."""
+        return assumptions(self.matrix)
+
+    def document(self, cell_limit: int | None = None, with_analysis: bool = True) -> dict[str, Any]:
+        """The JSON document, its cells cut to ``cell_limit`` (a memo shows a few; the JSON has all)."""
+        ev = self.evaluation
+        question, number, failure = DIRECTIONS[ev.claim.direction]
+        claim = ev.claim.to_dict()
+        claim["direction_question"] = {"question": question, "number": number, "failure_mode": failure}
+        with_analysis = with_analysis and ev.analysis is not None
+        return {
+            "version": JSON_VERSION,
+            "claim": claim,
+            "paper_check": ev.paper_check,
+            "workloads": ev.matrix.source,
+            "cells": self.cells(cell_limit),
+            "decision": self.decision(),
+            **({"analysis": self.analysis_dict()} if with_analysis else {}),
+            "measured": ev.measured,
+            "assumptions": self.assumptions(),
+        }
+
+    def analysis_dict(self) -> dict[str, Any]:
+        """Crossover, throughput at the SLO, sensitivity and the verification plan, as JSON."""
+        if self.evaluation.analysis is None:
+            return {}
+        return {**analysis_dict(self.evaluation.analysis), "verification_plan": plan.plan(self.evaluation)}
+
+    def to_dict(self, with_analysis: bool = True) -> dict[str, Any]:
+        """Exactly the JSON `triage run --format json` prints (``with_analysis=False`` leaves out the
+        'analysis' key, which `triage compare` does not use)."""
+        return self.document(None, with_analysis)
+
+
+def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True) -> Result:
+    """Evaluate a claim card over a workload matrix: see triage.evaluate."""
+    return Result(pipeline.evaluate(card, workloads, model, analyse))
+
+
+def with_measurements(result: Result, path: Path | str) -> Result:
+    """The result with measured times in its end-to-end layer (analysis.measured.apply)."""
+    return Result(measured.apply(result.evaluation, path))
+
+
+def _attention_text(mod: Any) -> str:
+    """How a model's attention is priced, in its own terms (MLA, sliding window or standard)."""
+    decode, prefill = mod.attention_flops_per_pair(True), mod.attention_flops_per_pair(False)
+    if mod.is_mla:
+        text = (f"MLA: {decode:,.0f} FLOP per query-key pair at decode (2·H·(2·d_c + d_rope)·L, up-projections "
+                f"absorbed), {prefill:,.0f} at prefill (2·H·(d_nope + d_rope + d_v)·L)")
+    else:
+        text = f"attention {decode:,.0f} FLOP per query-key pair (4·L·H·d)"
+    if mod.sliding_window:
+        text += (f"; {mod.window_fraction:.0%} of layers attend within a {mod.sliding_window:,}-token window "
+                 f"(decode reads at most W tokens there, prefill pairs are causal within W)")
+    return text
+
+
+def assumptions(m: Matrix) -> list[dict[str, str]]:
+    """Every constant the numbers rest on, with its source."""
+    out = []
+    for hw in m.hardware:
+        peaks = ", ".join(f"{k} {units.fmt_compute(v, ops=k.startswith('int'))}"
+                          for k, v in hw.compute_flops_per_s.items())
+        out.append({"what": f"{hw.key}: {hw.name}",
+                    "value": (f"memory {units.fmt_gib(hw.memory_bytes)} ({hw.memory_bytes:,.0f} B), "
+                              f"bandwidth {units.fmt_bandwidth(hw.bandwidth_bytes_per_s)}, dense {peaks}"),
+                    "source": "; ".join(f"{k}: {v}" for k, v in hw.source.items())})
+    for mod in m.models:
+        out.append({"what": f"{mod.key}: {mod.name}",
+                    "value": (f"{mod.params:,.0f} parameters ({mod.body_params:,.0f} read whole per step, "
+                              f"LM head {mod.lm_head_params:,.0f}, embedding {mod.embedding_params:,.0f} "
+                              f"read one row per token); KV {mod.kv_elements_per_token:,.0f} elements per token "
+                              f"(L={mod.num_hidden_layers}, H={mod.num_attention_heads}, "
+                              f"H_kv={mod.num_key_value_heads}, d={mod.head_dim}); {_attention_text(mod)}"),
+                    "source": mod.source})
+    for s in m.blocks:
+        target = ("TPOT", s.slo_tpot_s) if s.phase == "decode" else ("TTFT", s.slo_ttft_s)
+        slo = f"{target[0]} ≤ {units.fmt_time(target[1])}" if target[1] is not None else f"no {target[0]} target"
+        out.append({"what": f"workload {s.name}",
+                    "value": (f"{s.phase}, precision weights {s.precision['weights']} / KV {s.precision['kv']} / "
+                              f"activations {s.precision['activations']} / compute {s.precision['compute']}; "
+                              f"efficiency bandwidth {s.bandwidth_efficiency:g}, compute {s.compute_efficiency:g}; "
+                              f"overhead {units.fmt_time(s.overhead_s)} per step; SLO {slo}; quality gate "
+                              f"{units.fmt_percent(s.quality_gate)}; min gain {s.min_gain:g}×; reserve "
+                              f"{units.fmt_gib(s.reserve_bytes)}; KV fragmentation "
+                              f"{units.fmt_percent(s.memory_waste)}; attention {s.attention}; tensor parallel "
+                              f"{s.tp}; batch slots {units.fmt_percent(s.batch_utilization)} useful"),
+                    "source": m.source})
+    out.append({"what": "cost model",
+                "value": ("per operator group t = max(FLOPs/(peak·eff), bytes/(BW·eff)), summed; compulsory "
+                          "HBM traffic only (weights, KV, embedding rows, fp32 logits): activations stay on "
+                          "chip; decode reads every weight once per step except the embedding (one row per "
+                          "token) and reads the LM head whole; prefill attention is causal (P(P+1)/2 query-key "
+                          "pairs, fewer within a sliding window); attention FLOPs per pair as each model's row "
+                          "says"),
+                "source": "course module 12.4 §3-4; Williams, Waterman & Patterson 2009 (roofline)"})
+    out.append({"what": "units",
+                "value": "GB = 1e9 B, GiB = 2^30 B, TB/s = 1e12 B/s; times are unit-exact, so they sit ~7 % "
+                         "above figures that divide GiB by TB/s",
+                "source": "SI and IEC 80000-13"})
+    return out
