@@ -7,7 +7,9 @@ cells asked for are converted, and only they get reasons in words.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,7 @@ from .reasons import reasons
 Columns = dict[str, np.ndarray]
 
 
-def _variant(prefix: str, v: Variant, m: Any, idx: np.ndarray) -> Columns:
+def _variant(prefix: str, v: Variant, m: Any, idx: slice) -> Columns:
     def at(a: np.ndarray) -> np.ndarray:
         return np.broadcast_to(np.asarray(a, dtype=float), m.batch.shape)[idx]
 
@@ -47,16 +49,18 @@ def _variant(prefix: str, v: Variant, m: Any, idx: np.ndarray) -> Columns:
     return cols
 
 
-def columns(ev: Evaluation, idx: np.ndarray | None = None) -> Columns:
-    """Every JSON cell field except the reasons, as one array per dotted name, for the cells ``idx``."""
+def columns(ev: Evaluation, limit: int | None = None) -> Columns:
+    """Every JSON cell field except the reasons, as one array per dotted name, for the first ``limit`` cells
+    (all when None)."""
     m, g, c = ev.matrix, ev.gaps, ev.claim
-    idx = np.arange(len(m)) if idx is None else idx
+    n = len(m) if limit is None else min(limit, len(m))
+    idx = slice(0, n)
     base, claim = g.base, g.claim
     with np.errstate(divide="ignore", invalid="ignore"):
         saved = {k: (1.0 - getattr(claim, f"time_{k}") / getattr(base, f"time_{k}"))[idx]
                  for k in ("theoretical", "implementation", "end_to_end")}
         bytes_saved = (1.0 - claim.cost.total_bytes / base.cost.total_bytes)
-    claimed = np.full(idx.size, np.nan if c.claimed_speedup is None else float(c.claimed_speedup))
+    claimed = np.full(n, np.nan if c.claimed_speedup is None else float(c.claimed_speedup))
     cols: Columns = {
         "workload": m.labels("blocks")[idx],
         "model": m.labels("models")[idx],
@@ -87,23 +91,25 @@ def columns(ev: Evaluation, idx: np.ndarray | None = None) -> Columns:
     return cols
 
 
-_INTEGER = ("context", "batch", "max_batch", "end_to_end_baseline_batch")
-
-
 def _values(name: str, a: np.ndarray, claimed: Any) -> list[Any]:
-    """A column as JSON values: finite floats, None for NaN/inf, ints where counts, the card's own claimed."""
+    """A column as JSON values: finite floats, None for NaN/inf, ints where counts, the card's own claimed.
+
+    A column every cell shares (a model's weight bytes over a sweep) becomes one object referenced n times:
+    no new Python object per cell.
+    """
     if name == "speedup.claimed":
         return [claimed] * a.size
+    if a.size > 1 and (a == a[0]).all():
+        return [_values(name, a[:1], claimed)[0]] * a.size
     if a.dtype.kind in "biuU":
         return a.tolist()
     finite = np.isfinite(a)
-    if name.endswith(_INTEGER):
-        values = a.astype(np.int64, copy=False) if finite.all() else np.where(finite, a, 0).astype(np.int64)
-        return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)] if not finite.all() \
-            else values.tolist()
+    values = a.astype(np.int64) if name == "end_to_end_baseline_batch" and finite.all() else a
     if finite.all():
-        return a.tolist()
-    return [v if ok else None for v, ok in zip(a.tolist(), finite.tolist(), strict=True)]
+        return values.tolist()
+    if name == "end_to_end_baseline_batch":
+        values = np.where(finite, a, 0).astype(np.int64)
+    return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)]
 
 
 def _tree(names: list[str]) -> dict[str, Any]:
@@ -119,25 +125,33 @@ def _tree(names: list[str]) -> dict[str, Any]:
 
 
 def _compile(tree: dict[str, Any]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    items = [(k, v if isinstance(v, int) else _compile(v)) for k, v in tree.items()]
+    """A function making one cell's nested dict from its row of values (getters resolved once, not per cell)."""
+    items = [(k, itemgetter(v) if isinstance(v, int) else _compile(v)) for k, v in tree.items()]
 
     def make(row: tuple[Any, ...]) -> dict[str, Any]:
-        return {k: (row[v] if isinstance(v, int) else v(row)) for k, v in items}
+        return {k: get(row) for k, get in items}
     return make
 
 
 def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` cells (all when None) as the JSON contract describes them."""
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
-    idx = np.arange(n)
-    cols = columns(ev, idx)
+    cols = columns(ev, n)
     names = list(cols)
     make = _compile(_tree(names))
     lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
-    m, g, v = ev.matrix, ev.gaps, ev.verdicts
+    words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
     out = []
-    for i, row in enumerate(zip(*lists, strict=True)):
-        cell = make(row)
-        cell["reasons"] = reasons(i, m, ev.claim, g, v)
-        out.append(cell)
+    # millions of new containers would trigger the cyclic collector over an ever larger heap (quadratic);
+    # none of them can form a cycle, so it is paused while they are made
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for row, why in zip(zip(*lists, strict=True), words, strict=True):
+            cell = make(row)
+            cell["reasons"] = why
+            out.append(cell)
+    finally:
+        if enabled:
+            gc.enable()
     return out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from ..analysis.decision import Decision
@@ -11,65 +14,83 @@ from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
 
+_FIELDS = {
+    "batch": lambda m, g, v: m.batch, "decode": lambda m, g, v: m.decode,
+    "base_bytes": lambda m, g, v: g.base.cost.total_bytes, "claim_bytes": lambda m, g, v: g.claim.cost.total_bytes,
+    "base_flops": lambda m, g, v: g.base.cost.total_flops, "claim_flops": lambda m, g, v: g.claim.cost.total_flops,
+    "base_memory": lambda m, g, v: g.base.memory_bytes, "claim_memory": lambda m, g, v: g.claim.memory_bytes,
+    "base_impl": lambda m, g, v: g.base.time_implementation, "claim_impl": lambda m, g, v: g.claim.time_implementation,
+    "claim_e2e": lambda m, g, v: g.claim.time_end_to_end, "claim_fits": lambda m, g, v: g.claim.fits,
+    "claim_max_batch": lambda m, g, v: g.claim.max_batch, "bound": lambda m, g, v: g.base.compute_bound_fraction,
+    "capacity": lambda m, g, v: g.capacity, "theo": lambda m, g, v: g.speedup_theoretical,
+    "impl": lambda m, g, v: g.speedup_implementation, "e2e": lambda m, g, v: g.speedup_end_to_end,
+    "e2e_batch": lambda m, g, v: g.e2e_baseline_batch, "slo": lambda m, g, v: g.slo,
+    "min_gain": lambda m, g, v: v.min_gain, "gate": lambda m, g, v: v.gate, "enables": lambda m, g, v: v.enables,
+    "quality_fail": lambda m, g, v: v.quality_fail, "theory_low": lambda m, g, v: v.theory_low,
+    "kernel_missing": lambda m, g, v: v.kernel_missing, "e2e_low": lambda m, g, v: v.e2e_low,
+    "long_untested": lambda m, g, v: v.long_untested, "slo_missed": lambda m, g, v: v.slo_missed,
+}
 
-def _metric(decode: bool) -> str:
-    return "TPOT" if decode else "TTFT"
+
+def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[list[str]]:
+    """The sentences that explain each verdict of the cells ``idx``, most decisive first.
+
+    Every array is converted to Python values once for the block, not indexed cell by cell.
+    """
+    cols = {k: np.broadcast_to(np.asarray(f(m, g, v)), m.batch.shape)[idx].tolist() for k, f in _FIELDS.items()}
+    keys = list(cols)
+    return [_reasons(dict(zip(keys, values, strict=True)), claim, v.quality_untested)
+            for values in zip(*cols.values(), strict=True)]
 
 
-def reasons(i: int, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[str]:
-    """The sentences that explain cell ``i``'s verdict, most decisive first."""
+def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[str]:
     out: list[str] = []
-    b, c = g.base, g.claim
-    base_bytes, claim_bytes = float(b.cost.total_bytes[i]), float(c.cost.total_bytes[i])
+    base_bytes, claim_bytes = r["base_bytes"], r["claim_bytes"]
     saved = base_bytes - claim_bytes
-    theo, mg = float(g.speedup_theoretical[i]), float(v.min_gain[i])
-    batch = int(m.batch[i])
-    if not c.fits[i]:
-        out.append(f"does not fit at batch {batch}: needs {fmt_gib(float(c.memory_bytes[i]))} of "
-                   f"{fmt_gib(float(g.capacity[i]))}; the claim fits at most batch {int(c.max_batch[i])}")
-    if v.quality_fail[i]:
+    theo, mg = r["theo"], r["min_gain"]
+    batch = int(r["batch"])
+    below = f", below the {fmt_ratio(mg, 2)} threshold" if r["theory_low"] else ""
+    if not r["claim_fits"]:
+        out.append(f"does not fit at batch {batch}: needs {fmt_gib(r['claim_memory'])} of "
+                   f"{fmt_gib(r['capacity'])}; the claim fits at most batch {int(r['claim_max_batch'])}")
+    if r["quality_fail"]:
         out.append(f"quality retained {fmt_percent(claim.quality_retained)} is below the "
-                   f"{fmt_percent(float(v.gate[i]))} gate")
-    bound = float(b.compute_bound_fraction[i])
-    untouched = (saved == 0.0 and float(b.cost.total_flops[i]) == float(c.cost.total_flops[i])
-                 and float(b.memory_bytes[i]) == float(c.memory_bytes[i])
-                 and float(b.time_implementation[i]) == float(c.time_implementation[i]))
+                   f"{fmt_percent(r['gate'])} gate")
+    untouched = (saved == 0.0 and r["base_flops"] == r["claim_flops"] and r["base_memory"] == r["claim_memory"]
+                 and r["base_impl"] == r["claim_impl"])
     if untouched:
         out.append("the change does not touch this workload's step (for example a fix this baseline already has, "
                    "or a phase the change does not act on): no gain")
-    elif bound > 0.5:
-        out.append(f"the step is compute-bound ({fmt_percent(bound)} of its time): saving "
+    elif r["bound"] > 0.5:
+        out.append(f"the step is compute-bound ({fmt_percent(r['bound'])} of its time): saving "
                    f"{fmt_percent(saved / base_bytes)} of the bytes ({fmt_bytes(saved)}) barely moves it; the bound is "
-                   f"{fmt_ratio(theo)}" + (f", below the {fmt_ratio(mg, 2)} threshold" if v.theory_low[i] else ""))
+                   f"{fmt_ratio(theo)}" + below)
     else:
         out.append(f"saves {fmt_percent(saved / base_bytes)} of the bytes read per step "
-                   f"({fmt_bytes(saved)} of {fmt_bytes(base_bytes)}): the bound is {fmt_ratio(theo)}"
-                   + (f", below the {fmt_ratio(mg, 2)} threshold" if v.theory_low[i] else ""))
-    if v.enables[i]:
-        b0 = g.e2e_baseline_batch[i]
+                   f"({fmt_bytes(saved)} of {fmt_bytes(base_bytes)}): the bound is {fmt_ratio(theo)}" + below)
+    if r["enables"]:
+        b0 = r["e2e_batch"]
         tail = (f"end-to-end compares throughput at batch {batch} with the baseline at batch {int(b0)}"
-                if np.isfinite(b0) else "the baseline cannot run at all")
-        out.append(f"the baseline does not fit at batch {batch} ({fmt_gib(float(b.memory_bytes[i]))} of "
-                   f"{fmt_gib(float(g.capacity[i]))}); the claim does: {tail}")
-    if v.kernel_missing[i]:
+                if math.isfinite(b0) else "the baseline cannot run at all")
+        out.append(f"the baseline does not fit at batch {batch} ({fmt_gib(r['base_memory'])} of "
+                   f"{fmt_gib(r['capacity'])}); the claim does: {tail}")
+    if r["kernel_missing"]:
         out.append(f"no kernel reads the new format in place: reads cost the old bytes, so the "
-                   f"implementation gain is {fmt_ratio(float(g.speedup_implementation[i]))}")
-    if v.e2e_low[i] and not v.theory_low[i] and not v.kernel_missing[i]:
-        out.append(f"end-to-end gain {fmt_ratio(float(g.speedup_end_to_end[i]))} is below the "
+                   f"implementation gain is {fmt_ratio(r['impl'])}")
+    if r["e2e_low"] and not r["theory_low"] and not r["kernel_missing"]:
+        out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the "
                    f"{fmt_ratio(mg, 2)} threshold (kernel efficiency and overhead eat the bound)")
-    if v.quality_untested:
+    if quality_untested:
         out.append("the card reports no quality retained: the quality gate cannot be checked")
-    if v.long_untested[i]:
+    if r["long_untested"]:
         out.append("long-context workload, but the card reports no long-context evaluation "
                    "(needle-in-a-haystack): average scores can hide the drop")
-    slo = g.slo[i]
-    if np.isfinite(slo):
-        t = float(c.time_end_to_end[i])
-        verb = "misses" if v.slo_missed[i] else "meets"
-        out.append(f"{_metric(bool(m.decode[i]))} {fmt_time(t)} with the claim {verb} the {fmt_time(float(slo))} SLO")
+    slo = r["slo"]
+    if math.isfinite(slo):
+        verb = "misses" if r["slo_missed"] else "meets"
+        metric = "TPOT" if r["decode"] else "TTFT"
+        out.append(f"{metric} {fmt_time(r['claim_e2e'])} with the claim {verb} the {fmt_time(slo)} SLO")
     return out
-
-
 
 
 def decision_reasons(d: Decision, claim: Claim) -> list[str]:
