@@ -121,6 +121,84 @@ def test_times_and_bytes_finite_positive_and_savings_never_slow_the_bound(change
     assert np.all(g.speedup_implementation >= 1 - 1e-12)
 
 
+# ---- every mechanism of the registry, alone and combined: invariants of the three layers --------------
+
+def _budget_or_keep(extra=None):
+    extra = extra or {}
+    return st.one_of(st.fixed_dictionaries({"keep": fraction}, optional=extra),
+                     st.fixed_dictionaries({"budget": st.integers(1, 200_000)}, optional=extra))
+
+
+SMALL_MODELS = sorted(k for k in MODELS if CAT.models[k].params < 2e10)
+MECHANISM_VALUES = {
+    "distill_to": st.sampled_from(SMALL_MODELS),
+    "kv_heads": st.integers(1, 16),
+    "kv_latent": st.fixed_dictionaries({"elements": st.integers(64, 2048)}),
+    "kv_bytes": fraction,
+    "kv_tokens": _budget_or_keep(),
+    "kv_read": _budget_or_keep({"metadata": st.floats(0.0, 0.2)}),
+    "prefix_hit": st.floats(0.0, 0.95),
+    "memory_waste": st.floats(0.0, 0.9),
+    "attention_flops": fraction,
+    "score_bytes": st.floats(0.0, 1.0),
+    "split_kv": st.booleans(),
+    "weight_bytes": fraction,
+    "weight_quant": st.fixed_dictionaries({"bits": st.sampled_from([2, 3, 4, 8]),
+                                           "group_size": st.sampled_from([32, 64, 128, 1024])}),
+    "sparsity": st.sampled_from([{"pattern": "2:4"}, {"pattern": "1:4"}, {"pattern": "4:8"}]),
+    "compute_dtype": st.sampled_from(["int8", "fp8", "int4"]),
+    "linear_flops": fraction,
+    "low_rank": st.fixed_dictionaries({"rank": st.integers(1, 8192)}),
+    "speculative": st.one_of(
+        st.fixed_dictionaries({"tokens": st.integers(1, 8), "acceptance": st.floats(0.0, 1.0),
+                               "draft_cost": st.floats(0.01, 0.5)}),
+        st.fixed_dictionaries({"tokens_per_step": st.floats(1.0, 4.0), "verify_tokens": st.integers(2, 64),
+                               "draft_model": st.sampled_from(["llama-3.2-1b"])})),
+    "tp": st.sampled_from([1, 2, 4, 8]),
+    "batching": st.fixed_dictionaries({"utilization": st.floats(0.1, 1.0)}),
+    "dequant_ops": st.one_of(st.floats(0.0, 8.0),
+                             st.fixed_dictionaries({}, optional={"kv": st.floats(0.0, 8.0),
+                                                                 "weights": st.floats(0.0, 8.0)})),
+}
+
+
+def test_every_mechanism_of_the_registry_is_fuzzed():
+    from triage.model.mechanisms import REGISTRY
+
+    assert set(MECHANISM_VALUES) == set(REGISTRY)
+
+
+any_change = st.lists(st.sampled_from(sorted(MECHANISM_VALUES)), min_size=1, max_size=4, unique=True).flatmap(
+    lambda keys: st.fixed_dictionaries({k: MECHANISM_VALUES[k] for k in keys}))
+serving_cells = st.fixed_dictionaries({
+    "model": st.sampled_from(SMALL_MODELS), "hardware": st.sampled_from(HARDWARE),
+    "phase": st.sampled_from(["decode", "prefill"]), "context": st.integers(1, 131_072),
+    "batch": st.integers(1, 256)})
+
+
+@given(any_change, st.lists(serving_cells, min_size=1, max_size=4), st.booleans(),
+       st.sampled_from(["fused", "eager", "split"]))
+def test_any_mechanism_keeps_quantities_physical_and_layers_ordered(change, cell_list, kernel, attention):
+    r = triage.evaluate(_card(change, implementation={"kernel": kernel}), _matrix(cell_list, attention=attention),
+                        analyse=False)
+    for v in (r.gaps.base, r.gaps.claim):
+        x = v.inputs
+        for arr in (*v.cost.bytes.values(), *v.cost.flops.values(), v.cost.total_bytes, v.cost.total_flops,
+                    v.memory_bytes, x.body_params, x.routed_expert_params, x.stored_params,
+                    v.time_theoretical, v.time_implementation, v.time_end_to_end):
+            assert np.all(np.isfinite(arr)) and np.all(np.asarray(arr) >= 0), change
+        assert np.all(v.time_theoretical > 0)
+        assert np.all((v.compute_bound_fraction >= 0) & (v.compute_bound_fraction <= 1)), change
+        # theoretical <= implementation <= end-to-end, per cell (a bound is a bound)
+        assert np.all(v.time_theoretical <= v.time_implementation * (1 + 1e-12)), change
+        assert np.all(v.time_implementation <= v.time_end_to_end * (1 + 1e-12)), change
+    for c in r.to_dict(with_analysis=False)["cells"]:
+        for side in ("baseline", "claim"):
+            assert 0.0 <= c[side]["compute_bound_fraction"] <= 1.0
+        for k, share in c["time_saved_fraction"].items():
+            assert share is None or share <= 1.0, k
+
+
 # Multi-head KV attention at decode does H/H_kv FLOP per byte, far below every ridge point, so a KV saving
 # grows with context. MLA does ~250 FLOP/B: compute-bound on some chips (test_mla_decode_attention_...).
 MHA_MODELS = [k for k in MODELS if not CAT.models[k].is_mla]

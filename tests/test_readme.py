@@ -68,4 +68,4 @@ def test_ci_runs_the_readme_test_command():
     assert len(commands) == 2
     install_run, test = commands
     assert install_run.endswith("triage run claims/kv2x.yaml")
-    assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == test
+    assert test in (ROOT / ".ci" / "run").read_text().splitlines()

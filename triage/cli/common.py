@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -55,7 +56,7 @@ def deliver(content: Content, output: Path | None, inputs: tuple[Path | None, ..
         if isinstance(content, str):
             click.echo(content, nl=False)
         else:
-            content(click.get_binary_stream("stdout"))
+            content(sys.stdout.buffer)
         return
     extra = beside or []
     write_atomic_all([*extra, (output, content)], inputs=tuple(p for p in inputs if p is not None), force=force)

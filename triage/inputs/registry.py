@@ -27,7 +27,7 @@ class MechanismInfo:
 @cache
 def registry() -> dict[str, MechanismInfo]:
     """Every mechanism, in the order they apply."""
-    path = Path(str(resources.files("triage").joinpath("inputs", "mechanisms.yaml")))
+    path = Path(str(resources.files("triage").joinpath("inputs").joinpath("mechanisms.yaml")))
     data = load_file(path, "triage/inputs/mechanisms.yaml", trusted=True).data
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"])
             for key, v in data.items()}

@@ -248,32 +248,33 @@ class Model:
             per_layer += 2.0 * self.head_dim
         return per_layer * self.num_hidden_layers
 
-    def _attention_shapes(self) -> list[tuple[float, float]]:
-        """(rows, cols) of one layer's attention projections, as attention_params counts them."""
+    def _attention_shapes(self, kv_heads: int | None = None) -> list[tuple[float, float]]:
+        """(rows, cols) of one layer's attention projections, as attention_params counts them (with
+        ``kv_heads`` KV heads instead of the model's, after GQA/MQA)."""
         h, heads = self.hidden_size, self.num_attention_heads
         if self.is_mla:
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
             kv_lora = self.kv_lora_rank or 0
-            q = ([(h, self.q_lora_rank), (self.q_lora_rank, heads * qk)] if self.q_lora_rank
-                 else [(h, heads * qk)])
-            return q + [(h, kv_lora + self.qk_rope_head_dim), (kv_lora, heads * (self.qk_nope_head_dim
-                                                                                  + self.v_head_dim)),
-                        (heads * self.v_head_dim, h)]
-        q, kv = heads * self.head_dim, self.num_key_value_heads * self.head_dim
-        return [(h, q), (h, kv), (h, kv), (q, h)]
+            query: list[tuple[float, float]] = (
+                [(h, self.q_lora_rank), (self.q_lora_rank, heads * qk)] if self.q_lora_rank else [(h, heads * qk)])
+            return query + [(h, kv_lora + self.qk_rope_head_dim),
+                            (kv_lora, heads * (self.qk_nope_head_dim + self.v_head_dim)), (heads * self.v_head_dim, h)]
+        q_width, kv_width = heads * self.head_dim, (kv_heads or self.num_key_value_heads) * self.head_dim
+        return [(h, q_width), (h, kv_width), (h, kv_width), (q_width, h)]
 
-    def low_rank_saved(self, rank: float) -> tuple[float, float]:
+    def low_rank_saved(self, rank: float, kv_heads: int | None = None) -> tuple[float, float]:
         """Parameters a rank-r factorization W (m × n) ≈ U (m × r)·V (r × n) removes: (dense body, routed experts).
 
         Each projection keeps min(m·n, r·(m+n)) parameters (a factorization never adds any): attention,
         the MLP of dense layers (three matrices when gated, two when not), shared experts, and each routed
-        expert (three matrices). Routers, norms, embedding and LM head are left whole.
+        expert (three matrices). Routers, norms, embedding and LM head are left whole. ``kv_heads``: the
+        KV heads left after GQA/MQA, whose k and v projections are the ones factorized.
         """
         def saved(shapes: list[tuple[float, float]]) -> float:
             return sum(max(m * n - rank * (m + n), 0.0) for m, n in shapes)
 
         h = self.hidden_size
-        attention = saved(self._attention_shapes())
+        attention = saved(self._attention_shapes(kv_heads))
         mlp = saved([(h, self.intermediate_size or 0)] * (3 if self.gated_mlp else 2))
         shared = saved([(h, self.shared_expert_intermediate_size)] * 3) if self.shared_expert_intermediate_size else 0.0
         expert = saved([(h, self.moe_intermediate_size or self.intermediate_size or 0)] * 3)

@@ -6,7 +6,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
@@ -14,7 +14,8 @@ from ..errors import Problem, UserError
 MAX_BYTES = LIMITS.file_bytes
 
 _SIGNATURES = ("<!-- triage ", '{\n  "version":', '{\n  "claims":', "# triage workload file",
-               '<svg xmlns="http://www.w3.org/2000/svg"', "workload,model,hardware,phase,context,")
+               '<svg xmlns="http://www.w3.org/2000/svg"', "workload,model,hardware,phase,context,",
+               '"workload","model","hardware","phase","context",')
 
 
 def _ours(path: Path) -> bool:
@@ -41,7 +42,7 @@ def _check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> 
         raise UserError([Problem(str(target), path="", message=f"no such directory: {directory}")])
 
 
-Content = str | Callable[[BinaryIO], None]
+Content: TypeAlias = "str | Callable[[BinaryIO], None]"
 
 
 def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | str, ...] = (),

@@ -26,7 +26,7 @@ def resource_dir(name: str) -> Path:
 
 def catalog_file(name: str) -> Path:
     """A YAML data file of the shipped catalog."""
-    return Path(str(resources.files("triage").joinpath("inputs", "catalog", name)))
+    return Path(str(resources.files("triage").joinpath("inputs").joinpath("catalog").joinpath(name)))
 
 
 @cache

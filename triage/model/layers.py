@@ -207,7 +207,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
     models = {**models, **{mod.key: mod for mod in m.models}}
     model_inputs = _model_inputs(m, models)
     base_x = baseline_inputs(m)
-    ctx = mechanisms.Context(claim.change, model_inputs, _peak_ratio(m), m.per_model)
+    ctx = mechanisms.Context(claim.change, model_inputs, _peak_ratio(m), m.per_model, models)
     claim_x = mechanisms.apply(claim.change, base_x, ctx)
     claim_read = claim_x if claim.kernel else mechanisms.without_kernel(claim_x, base_x, claim.change)
 

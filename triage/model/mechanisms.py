@@ -31,7 +31,8 @@ class Context:
     change: dict[str, Any]
     model_inputs: Callable[[str], StepInputs]
     peak_ratio: Callable[[str], Any]   # a dtype's dense peak over the workload's compute dtype, per cell
-    per_model: Callable[[Callable[[Model], float]], np.ndarray]   # fn(model) of each cell's model
+    per_model: Callable[[Callable[[Model], float]], np.ndarray]   # fn(model) of each cell's (served) model
+    models: dict[str, Model]           # every model a card may name
 
 
 # ---- cache -------------------------------------------------------------------------------------
@@ -163,8 +164,13 @@ def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
     (Hu et al. 2021's factorization, applied to the weights). Which projections a model has — attention or
     MLA, a gated or two-matrix MLP, shared and routed experts — is Model.low_rank_saved's."""
     r = float(spec["rank"])
-    body = ctx.per_model(lambda mod: mod.low_rank_saved(r)[0])
-    routed = ctx.per_model(lambda mod: mod.low_rank_saved(r)[1])
+    n = ctx.change.get("kv_heads")                     # GQA/MQA first: factorize the k, v projections left
+
+    def heads(mod: Model) -> int | None:
+        return min(int(n), mod.num_key_value_heads) if n is not None and not mod.is_mla else None
+
+    body = ctx.per_model(lambda mod: mod.low_rank_saved(r, heads(mod))[0])
+    routed = ctx.per_model(lambda mod: mod.low_rank_saved(r, heads(mod))[1])
     return replace(x, body_params=x.body_params - body, routed_expert_params=x.routed_expert_params - routed,
                    stored_params=x.stored_params - body - routed)
 
@@ -252,11 +258,20 @@ _FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
 REGISTRY: dict[str, Mechanism] = {key: Mechanism(info, _FUNCTIONS[key]) for key, info in registry().items()}
 
 
+def _served(model: Model) -> Callable[[Callable[[Model], float]], np.ndarray]:
+    """per_model for cells that all serve ``model``."""
+    def per_model(fn: Callable[[Model], float]) -> np.ndarray:
+        return np.asarray(float(fn(model)))
+    return per_model
+
+
 def apply(change: dict[str, Any], x: StepInputs, ctx: Context) -> StepInputs:
     """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``, in registry order."""
     for key, mechanism in REGISTRY.items():
         if key in change:
             x = mechanism.apply(x, change[key], ctx)
+            if key == "distill_to":          # the mechanisms after it act on the served model's structure
+                ctx = replace(ctx, per_model=_served(ctx.models[change[key]]))
     return x
 
 

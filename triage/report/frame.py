@@ -46,7 +46,7 @@ def _csv_stdlib(columns: dict[str, np.ndarray], fh: BinaryIO) -> None:
         for name in names:
             a = columns[name][start:start + _CHUNK]
             if a.dtype.kind == "f" and not np.isfinite(a).all():
-                a = np.where(np.isfinite(a), a, None)
+                a = np.where(np.isfinite(a), a.astype(object), "")
             elif a.dtype.kind == "b":
                 a = np.where(a, "true", "false")
             chunk.append(a.tolist())

@@ -1,0 +1,76 @@
+"""Sweeps as data: `triage sweep` and Result.to_frame carry the JSON cells' fields, one row per cell."""
+
+import csv
+
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage.cli import main
+
+from conftest import CLAIMS
+
+GRID = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+        "grid": {"phase": ["decode"], "context": [4096, 131072], "batch": [1, 64, 128]}}
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def test_columns_are_the_json_cells_flattened():
+    r = triage.evaluate(CLAIMS / "kv2x.yaml", GRID)
+    cells = r.to_dict()["cells"]
+    cols = r.columns()
+    for i, c in enumerate(cells):
+        flat = _flatten({k: v for k, v in c.items() if k != "reasons"})
+        assert list(flat) == list(cols)
+        for name, value in flat.items():
+            column = cols[name][i]
+            if value is None:
+                assert column != column or name == "speedup.claimed"      # NaN where JSON says null
+            else:
+                assert column == value, name
+
+
+def test_to_frame_has_one_row_per_cell():
+    pd = pytest.importorskip("pandas")
+    frame = triage.evaluate(CLAIMS / "kv2x.yaml", GRID).to_frame()
+    assert isinstance(frame, pd.DataFrame)
+    assert len(frame) == 6
+    # docqa at 131072 tokens, batch 1 on an H100: the course's 1.72× bound (README excerpt)
+    row = frame[(frame["context"] == 131072) & (frame["batch"] == 1)].iloc[0]
+    assert row["speedup.theoretical"] == pytest.approx(1.722, abs=5e-4)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sweep_writes_every_cell(tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\n"
+                    "grid: {phase: [decode], context: [4096, 131072], batch: [1, 64, 128]}\n")
+    out = tmp_path / f"cells{suffix}"
+    res = CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(grid), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "wrote" in res.stderr and "6 cells" in res.stderr
+    if suffix == ".csv":
+        with out.open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert len(rows) == 6
+        assert rows[0]["workload"] == "grid" and rows[0]["verdict"] in ("GO", "NO-GO", "CONDITIONAL", "DOES-NOT-FIT")
+        assert float(rows[3]["speedup.theoretical"]) == pytest.approx(1.722, abs=5e-4)   # 131072 × batch 1
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(out)
+        assert table.num_rows == 6 and "baseline.time_s.end_to_end" in table.column_names
+    # a second run replaces the file triage wrote; a foreign file is left alone without --force
+    assert CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(grid), "-o", str(out)]
+                              ).exit_code == (0 if suffix == ".csv" else 1)
