@@ -1,4 +1,4 @@
-"""Every row of DESIGN.md's table of the course's worked numbers, as a golden test.
+"""Every row of docs/design.md's table of the course's worked numbers, as a golden test.
 
 The course's model: L=32, H=32, d_head=128, fp16, 7.0e9 parameters (14 GB).
 The tool is unit-exact (GB = 1e9 B, GiB = 2**30 B), so its times sit ~7 %

@@ -69,3 +69,19 @@ def test_ci_runs_the_readme_test_command():
     install_run, test = commands
     assert install_run.endswith("triage run claims/kv2x.yaml")
     assert test in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+LIMITS_TABLE = re.compile(r"<!-- limits-table -->\n.*?<!-- /limits-table -->", re.S)
+
+
+def test_limits_table_is_generated_from_the_defaults():
+    from triage.defaults import LIMITS
+
+    rows = ["| limit | value | what |", "|---|--:|---|"]
+    rows += [f"| `{name}` | {value:,} | {why} |" for name, value, why in LIMITS.table()]
+    block = "<!-- limits-table -->\n" + "\n".join(rows) + "\n<!-- /limits-table -->"
+    text = README.read_text(encoding="utf-8")
+    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
+        README.write_text(LIMITS_TABLE.sub(lambda _: block, text), encoding="utf-8")
+        text = README.read_text(encoding="utf-8")
+    assert LIMITS_TABLE.search(text)[0] == block

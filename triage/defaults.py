@@ -9,27 +9,31 @@ output that truncates says so, with the limit it hit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
+
+
+def _limit(value: int, why: str) -> int:
+    return field(default=value, metadata={"why": why})  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
 class Limits:
     """What triage reads and renders at most; each figure with why."""
 
-    file_bytes: int = 1 << 20        # one input file: a card is a few kB, a config.json a few
-    yaml_nodes: int = 100_000        # nodes after alias expansion: an alias bomb is measured, not expanded
-    nesting: int = 50                # levels of YAML or JSON nesting
-    measured_files: int = 1_000      # files in a --measured folder
-    memo_cells: int = 200            # cells listed in a memo (the JSON and a sweep hold all of them)
-    figure_points: int = 40          # cells plotted on the roofline
-    slo_cells: int = 64              # cells of the throughput-at-SLO table
-    plan_cells: int = 64             # cells the verification plan writes an A/B command for
+    file_bytes: int = _limit(1 << 20, "bytes of one input file (a card is a few kB, a config.json a few)")
+    yaml_nodes: int = _limit(100_000, "YAML nodes after alias expansion (an alias bomb is measured, not expanded)")
+    nesting: int = _limit(50, "levels of YAML or JSON nesting")
+    measured_files: int = _limit(1_000, "files read from a --measured folder")
+    memo_cells: int = _limit(200, "cells listed in a memo (the JSON and a sweep hold all of them)")
+    figure_points: int = _limit(40, "cells plotted on the roofline")
+    slo_cells: int = _limit(64, "cells of the throughput-at-SLO table")
+    plan_cells: int = _limit(64, "cells the verification plan writes an A/B command for")
 
-    def table(self) -> list[tuple[str, int]]:
-        """(name, value) for every limit, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+    def table(self) -> list[tuple[str, int, str]]:
+        """(name, value, why) for every limit, in declaration order."""
+        return [(f.name, getattr(self, f.name), f.metadata["why"]) for f in fields(self)]
 
 
 LIMITS = Limits()

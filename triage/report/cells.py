@@ -8,8 +8,6 @@ cells asked for are converted, and only they get reasons in words.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -124,13 +122,11 @@ def _tree(names: list[str]) -> dict[str, Any]:
     return tree
 
 
-def _compile(tree: dict[str, Any]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    """A function making one cell's nested dict from its row of values (getters resolved once, not per cell)."""
-    items = [(k, itemgetter(v) if isinstance(v, int) else _compile(v)) for k, v in tree.items()]
-
-    def make(row: tuple[Any, ...]) -> dict[str, Any]:
-        return {k: get(row) for k, get in items}
-    return make
+def _nest(tree: dict[str, Any], lists: list[list[Any]]) -> list[dict[str, Any]]:
+    """One dict per cell for this node of the tree, built column-wise: children first, then dict(zip(keys, ...))."""
+    keys = list(tree)
+    children = [lists[v] if isinstance(v, int) else _nest(v, lists) for v in tree.values()]
+    return [dict(zip(keys, values, strict=True)) for values in zip(*children, strict=True)]
 
 
 def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
@@ -138,19 +134,16 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
     cols = columns(ev, n)
     names = list(cols)
-    make = _compile(_tree(names))
     lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
     words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
-    out = []
     # millions of new containers would trigger the cyclic collector over an ever larger heap (quadratic);
     # none of them can form a cycle, so it is paused while they are made
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for row, why in zip(zip(*lists, strict=True), words, strict=True):
-            cell = make(row)
+        out = _nest(_tree(names), lists)
+        for cell, why in zip(out, words, strict=True):
             cell["reasons"] = why
-            out.append(cell)
     finally:
         if enabled:
             gc.enable()
