@@ -15,7 +15,7 @@ import numpy as np
 
 
 def _limit(value: int, why: str) -> int:
-    return field(default=value, metadata={"why": why})  # type: ignore[no-any-return]
+    return field(default=value, metadata={"why": why})
 
 
 @dataclass(frozen=True)
