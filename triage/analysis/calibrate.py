@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,13 @@ COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
 OVERHEAD = np.round(np.arange(0.0, 10.0001, 0.1), 1) * 1e-3
 
 
-def _defaults() -> dict[str, float]:
+@cache
+def defaults() -> dict[str, float]:
     """The shipped workload defaults' efficiencies and overhead: what an uncalibrated run uses."""
     d = catalog_mod.default_workloads().data["defaults"]
     return {"bandwidth": float(d["efficiency"]["bandwidth"]), "compute": float(d["efficiency"]["compute"]),
             "overhead_s": units.parse(d["overhead"], "time", allow_zero=True)}
 
-
-DEFAULT = _defaults()
 REQUIRED = ("model", "hardware", "context")
 
 
@@ -161,17 +161,17 @@ def calibrate(path: Path | str) -> dict[str, Any]:
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
-        before = _predict(group, DEFAULT["bandwidth"], DEFAULT["compute"], DEFAULT["overhead_s"])
+        before = _predict(group, defaults()["bandwidth"], defaults()["compute"], defaults()["overhead_s"])
         err = _error(_predict(group, be, ce, oh), measured)
         # among equally good fits keep the defaults: an efficiency no point binds is not identifiable
-        err = err + 1e-12 * (np.abs(ce - DEFAULT["compute"]) + np.abs(be - DEFAULT["bandwidth"]))
+        err = err + 1e-12 * (np.abs(ce - defaults()["compute"]) + np.abs(be - defaults()["bandwidth"]))
         best = np.unravel_index(int(np.argmin(err)), err.shape)
         fit = {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
         after = _predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"])
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
                       for r in group)
         report["hardware"].append({
-            "hardware": hw, "rows": len(group), "fitted": fit, "default": DEFAULT,
+            "hardware": hw, "rows": len(group), "fitted": fit, "default": defaults(),
             "compute_identified": bool(binding),
             "error_before": _mape(np.asarray(before).ravel(), measured),
             "error_after": _mape(np.asarray(after).ravel(), measured),

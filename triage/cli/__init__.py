@@ -1,13 +1,35 @@
-"""The `triage` command: a thin shell over the core, one module per command (cli/<command>.py)."""
+"""The `triage` command: a thin shell over the core, one module per command (cli/<command>.py).
+
+Each command's module is imported when that command runs, so `triage run` does not pay for calibrate's or
+compare's imports (start-up is part of what a user waits for).
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import click
 
-from . import calibrate, catalog, compare, new, run, schema, sweep, validate
+COMMANDS = {"run": "run", "compare": "compare", "sweep": "sweep", "validate": "validate",
+            "calibrate": "calibrate", "schema": "schema", "new": "new", "catalog": "catalog"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands live in triage.cli.<module>.command, imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"{__name__}.{COMMANDS[name]}")
+        command: click.Command = module.command
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="triage", prog_name="triage")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show the traceback of an internal error.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but the output and errors.")
@@ -28,5 +50,8 @@ def main(show_traceback: bool, quiet: bool, verbose: bool) -> None:
     """
 
 
-for _module in (run, compare, sweep, validate, calibrate, schema, new, catalog):
-    main.add_command(_module.command)
+def __getattr__(name: str) -> Any:
+    """triage.cli.<command> as a module attribute, imported on first use (tests patch through it)."""
+    if name in COMMANDS:
+        return importlib.import_module(f"{__name__}.{COMMANDS[name]}")
+    raise AttributeError(name)

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from ..analysis.calibrate import DEFAULT
+from ..analysis.calibrate import defaults
 from ..inputs import units
 
 
@@ -35,8 +35,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f = h["fitted"]
         lines += [f"## {h['hardware']} ({h['rows']} measurements)", "",
                   f"Fitted: bandwidth efficiency **{f['bandwidth']:.2f}**, compute efficiency **{f['compute']:.2f}**, "
-                  f"overhead **{units.fmt_time(f['overhead_s'])}** per step (defaults {DEFAULT['bandwidth']:.2f}, "
-                  f"{DEFAULT['compute']:.2f}, 0 s). Mean absolute prediction error: "
+                  f"overhead **{units.fmt_time(f['overhead_s'])}** per step (defaults {defaults()['bandwidth']:.2f}, "
+                  f"{defaults()['compute']:.2f}, 0 s). Mean absolute prediction error: "
                   f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}**.", "",
                   "| model | weights | tp | batch | context | measured | predicted before | predicted after | source |",
                   "|---|---|--:|--:|--:|--:|--:|--:|---|"]

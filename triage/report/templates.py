@@ -1,15 +1,83 @@
 """The one Jinja environment every Markdown output renders through: StrictUndefined, formatting filters only.
 
-Templates are compiled in memory, once per process; nothing compiled is read back from disk.
+Compiled templates are cached per user, and a cache is trusted only as far as it is provably the user's own:
+a folder the user owns with mode 0700 (no symlink), regular files the user owns that no one else can write,
+each carrying the SHA-256 of its payload. Anything else — another owner, loose permissions, a truncated or
+altered file, a full disk — is ignored and the template is compiled in memory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+import tempfile
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..inputs import units
 from ..io.resources import resource_dir
+
+_MAX_CACHE_BYTES = 4 << 20     # a compiled memo template is ~100 kB
+
+
+def cache_folder() -> Path:
+    """$XDG_CACHE_HOME/triage/templates (else ~/.cache/triage/templates)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "triage" / "templates"
+
+
+def _private_folder(folder: Path) -> bool:
+    """Create ``folder`` (0700) if needed; True only if it is a real folder of ours that no one else can use."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+def _bytecode_cache() -> Any:
+    import jinja2
+
+    class PrivateCache(jinja2.BytecodeCache):
+        """Checked, content-hashed compiled templates; every failure means 'compile it again'."""
+
+        def __init__(self, folder: Path) -> None:
+            self.folder = folder
+
+        def _path(self, bucket: Any) -> Path:
+            return self.folder / f"{bucket.key}.bin"
+
+        def load_bytecode(self, bucket: Any) -> None:
+            path = self._path(bucket)
+            try:
+                st = os.lstat(path)
+                if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+                        or st.st_size > _MAX_CACHE_BYTES):
+                    return
+                data = path.read_bytes()
+                digest, payload = data[:32], data[32:]
+                if hashlib.sha256(payload).digest() == digest:
+                    bucket.bytecode_from_string(payload)
+            except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            tmp = None
+            try:
+                payload = bucket.bytecode_to_string()
+                fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(hashlib.sha256(payload).digest() + payload)
+                os.replace(tmp, self._path(bucket))
+            except Exception:  # noqa: BLE001 - a full or read-only disk only costs the next run a compile
+                if tmp is not None:
+                    Path(tmp).unlink(missing_ok=True)
+
+    folder = cache_folder()
+    return PrivateCache(folder) if _private_folder(folder) else None
 
 
 @cache
@@ -18,7 +86,7 @@ def environment() -> Any:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             undefined=jinja2.StrictUndefined, autoescape=False, bytecode_cache=_bytecode_cache(),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update({
         "bytes": lambda x: "—" if x is None else units.fmt_bytes(x),
