@@ -19,7 +19,7 @@ class LazyGroup(click.Group):
     """A group whose subcommands live in triage.cli.<module>.command, imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
