@@ -138,7 +138,7 @@ def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], me
             if name not in table:
                 problems.append(doc.problem(where, (
                     f"unknown {key} {name!r}{did_you_mean(name, table)} "
-                    f"(see triage/catalog/{section}.yaml, or define it under {section}:)")))
+                    f"(see triage/inputs/catalog/{section}.yaml, or define it under {section}:)")))
 
 
 def _open(source: str | Path | dict[str, Any] | None) -> Document | None:

@@ -109,12 +109,14 @@ def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title:
     y_lo, y_hi = min(rates) / 1.5, max(rates) * 1.5
     sx = _log_scale(x_lo, x_hi, PAD, W - PAD)
     sy = _log_scale(y_lo, y_hi, BOTTOM, TOP)
-    out = _frame(title, "TPOT (s, log scale)", "tokens/s per GPU (log scale)")
+    out = _frame(title, "TPOT, end-to-end (log scale)", "tokens/s per GPU (log scale)")
     for k in range(math.floor(math.log10(x_lo)), math.ceil(math.log10(x_hi)) + 1):
-        if x_lo <= 10.0 ** k <= x_hi:
-            x = sx(10.0 ** k)
-            out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#eee"/>'
-                       f'<text x="{x:.1f}" y="{BOTTOM + 14}" text-anchor="middle">1e{k}</text>')
+        for mult in (1, 2, 5):
+            tick = mult * 10.0 ** k
+            if x_lo <= tick <= x_hi:
+                x = sx(tick)
+                out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#eee"/>'
+                           f'<text x="{x:.1f}" y="{BOTTOM + 14}" text-anchor="middle">{tick * 1e3:g} ms</text>')
     for k in range(math.floor(math.log10(y_lo)), math.ceil(math.log10(y_hi)) + 1):
         if y_lo <= 10.0 ** k <= y_hi:
             y = sy(10.0 ** k)
