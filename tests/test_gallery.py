@@ -1,6 +1,10 @@
-"""docs/gallery/: three real memos and a brief, rendered from claims/ and kept in step by this test.
+"""docs/gallery/: real memos and a brief rendered from claims/.
 
+kv2x.md is the project's one whole-memo snapshot: it catches unintended changes of layout and wording
+(the numbers in it are checked against independent values elsewhere: tests/cases/, the course table).
+The other gallery files are kept current by their decision and verdict lines, not byte for byte.
 Refresh after an intended change: TRIAGE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_gallery.py
+and read the diff.
 """
 
 import os
@@ -18,6 +22,15 @@ GALLERY = [
     ("int8-weights-kv.md", "claims/int8-weights-kv.yaml", None, render_markdown),
     ("kv2x-brief.md", "claims/kv2x.yaml", None, render_brief),
 ]
+SNAPSHOT = "kv2x.md"
+
+
+def _key_lines(text: str) -> list[str]:
+    """The lines that carry a decision: the headline decision and every verdict row."""
+    verdicts = ("GO |", "NO-GO |", "CONDITIONAL |", "DOES-NOT-FIT |", "GO** |", "NO-GO** |", "CONDITIONAL** |",
+                "DOES-NOT-FIT** |")
+    return [line for line in text.splitlines()
+            if "Decision" in line and "**" in line or line.endswith(verdicts)]
 
 
 @pytest.mark.parametrize("name,card,workloads,render", GALLERY, ids=[g[0] for g in GALLERY])
@@ -27,4 +40,8 @@ def test_gallery_is_current(name, card, workloads, render, monkeypatch):
     path = ROOT / "docs" / "gallery" / name
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
+    stored = path.read_text(encoding="utf-8")
+    if name == SNAPSHOT:
+        assert text == stored
+    else:
+        assert _key_lines(text) == _key_lines(stored) and _key_lines(text)

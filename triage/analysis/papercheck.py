@@ -81,12 +81,11 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                        f"the chip)")
     cells, more = _grid(setting, phase)
     assumed += more
+    # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                "overhead": 0, "reserve": 0, "attention": setting.get("attention", "split"),
-                "memory_waste": setting.get("memory_waste", 0.0), "tp": setting.get("tp", 1),
-                "batch_utilization": setting.get("batch_utilization", 1.0),
-                "precision": {"weights": "fp16", "kv": "fp16", "activations": "fp16", "compute": "fp16",
-                              **setting.get("precision", {})}}
+                "overhead": 0, "reserve": 0,
+                **{k: setting[k] for k in ("attention", "memory_waste", "tp", "batch_utilization", "precision")
+                   if k in setting}}
     resolved = workloads.load({"defaults": defaults, "workloads": cells}, catalog)
     grid = matrix.build(resolved)
     g = layers.compute(grid, claim, resolved.catalog.models)

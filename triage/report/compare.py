@@ -11,41 +11,53 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..analysis.evaluation import Evaluation
+from ..model.verdicts import LABELS
 from .result import Result
 from .templates import render
 
 
-def _gain(cell: dict[str, Any]) -> float:
-    s = cell["speedup"]
-    value = s["end_to_end"] if s["end_to_end"] is not None else s["theoretical"]
-    return value if value is not None else 0.0
+def _gains(ev: Evaluation) -> np.ndarray:
+    """Per cell: the end-to-end gain, the bound where end-to-end is undefined, 0 where neither is."""
+    g = ev.gaps
+    gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
+    return np.where(np.isfinite(gain), gain, 0.0)
 
 
 def comparison(results: list[Result]) -> dict[str, Any]:
-    """The JSON of a comparison: per-cell rankings and the overall table."""
-    docs = [r.to_dict(with_analysis=False) for r in results]
-    ids = [d["claim"]["id"] for d in docs]
+    """The JSON of a comparison: per-cell rankings and the overall table, from the evaluations' columns."""
+    evs = [r.evaluation for r in results]
+    ids = [ev.claim.id for ev in evs]
+    m = evs[0].matrix
+    gains = np.stack([_gains(ev) for ev in evs])                      # claims × cells
+    theo = [ev.gaps.speedup_theoretical.tolist() for ev in evs]
+    verdicts = [np.asarray(LABELS)[ev.verdicts.code].tolist() for ev in evs]
+    order = np.argsort(-gains, axis=0, kind="stable")                 # best first, ties in card order
+    best = np.where(gains[order[0], np.arange(len(m))] > 1.0, order[0], -1)
+    labels = {t: m.labels(t).tolist() for t in ("blocks", "models", "hardware")}
+    gain_rows, best_list = gains.T.tolist(), best.tolist()
     cells = []
-    for i, first in enumerate(docs[0]["cells"]):
-        ranking = sorted(({"claim": d["claim"]["id"], "gain": _gain(d["cells"][i]),
-                           "theoretical": d["cells"][i]["speedup"]["theoretical"],
-                           "verdict": d["cells"][i]["verdict"]} for d in docs),
-                         key=lambda row: -row["gain"])
-        cells.append({k: first[k] for k in ("workload", "model", "hardware", "phase", "context", "batch", "share")}
-                     | {"ranking": ranking, "best": ranking[0]["claim"] if ranking[0]["gain"] > 1.0 else None})
-    overall = []
-    for d in docs:
-        dec = d["decision"]
-        gain = dec["weighted_speedup"]["end_to_end"] or dec["weighted_speedup"]["theoretical"] or 1.0
-        hours = dec["reproduction_gpu_hours"]
-        overall.append({"claim": d["claim"]["id"], "title": d["claim"]["title"], "decision": dec["verdict"],
-                        "weighted_speedup": gain, "theoretical": dec["weighted_speedup"]["theoretical"],
-                        "gpu_hours": hours,
+    for i in range(len(m)):
+        ranking = [{"claim": ids[k], "gain": gain_rows[i][k], "theoretical": theo[k][i], "verdict": verdicts[k][i]}
+                   for k in order[:, i].tolist()]
+        cells.append({"workload": labels["blocks"][i], "model": labels["models"][i],
+                      "hardware": labels["hardware"][i], "phase": "decode" if m.decode[i] else "prefill",
+                      "context": int(m.context[i]), "batch": int(m.batch[i]), "share": float(m.share[i]),
+                      "ranking": ranking, "best": ids[best_list[i]] if best_list[i] >= 0 else None})
+    overall: list[dict[str, Any]] = []
+    for k, ev in enumerate(evs):
+        d = ev.decision
+        gain = d.weighted_end_to_end or d.weighted_theoretical or 1.0
+        hours = d.reproduction_gpu_hours
+        overall.append({"claim": ev.claim.id, "title": ev.claim.title, "decision": d.verdict,
+                        "weighted_speedup": gain, "theoretical": d.weighted_theoretical, "gpu_hours": hours,
                         "gain_per_1000_gpu_hours": (gain - 1.0) / hours * 1000 if hours else None,
-                        "traffic_won": sum(c["share"] for c in cells if c["best"] == d["claim"]["id"])})
+                        "traffic_won": float(m.share[best == k].sum())})
     overall.sort(key=lambda row: -row["weighted_speedup"])
     first = overall[0]
-    return {"claims": ids, "workloads": docs[0]["workloads"], "cells": cells, "overall": overall,
+    return {"claims": ids, "workloads": m.source, "cells": cells, "overall": overall,
             "recommendation": {"first": first["claim"] if first["weighted_speedup"] > 1.0 else None,
                                "reason": _reason(overall)}}
 
