@@ -74,3 +74,14 @@ def test_sweep_writes_every_cell(tmp_path, suffix):
     # a second run replaces the file triage wrote; a foreign file is left alone without --force
     assert CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(grid), "-o", str(out)]
                               ).exit_code == (0 if suffix == ".csv" else 1)
+
+
+def test_to_dict_only_converts_what_the_pipeline_computed(monkeypatch):
+    # the pipeline prices, judges and analyses once; rendering must not evaluate anything again
+    from triage.model import layers
+
+    r = triage.evaluate(CLAIMS / "kv2x.yaml")
+    calls = []
+    monkeypatch.setattr(layers, "compute", lambda *a, **k: calls.append(a))
+    r.to_dict()
+    assert calls == []

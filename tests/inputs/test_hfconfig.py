@@ -154,3 +154,10 @@ def test_unsupported_layer_pattern_is_refused(tmp_path):
     path.write_text(json.dumps(cfg))
     with pytest.raises(UserError, match="decoder_sparse_step 2 is not supported"):
         load_model(path)
+
+
+def test_a_500_deep_config_json_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("[" * 500 + "]" * 500)
+    with pytest.raises(UserError, match="nesting deeper than 50 levels"):
+        load_model(path)

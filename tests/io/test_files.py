@@ -1,0 +1,34 @@
+"""Outputs are written together or not at all, never over a foreign file; inputs are read bounded."""
+
+import pytest
+
+from triage.errors import UserError
+from triage.io.files import write_atomic_all
+from triage.io.jsonio import load_json
+
+
+def test_a_failing_output_leaves_no_output_and_no_temporary_file(tmp_path):
+    def broken(fh):
+        fh.write(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic_all([(tmp_path / "memo.roofline.svg", "<svg/>"), (tmp_path / "memo.md", broken)])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_foreign_file_among_the_outputs_stops_all_of_them(tmp_path):
+    (tmp_path / "memo.md").write_text("my notes\n")
+    with pytest.raises(UserError, match="exists and was not written by triage"):
+        write_atomic_all([(tmp_path / "memo.roofline.svg", "<svg/>"), (tmp_path / "memo.md", "<!-- triage x")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memo.md"]
+    assert (tmp_path / "memo.md").read_text() == "my notes\n"
+
+
+def test_json_nesting_is_bounded():
+    fifty = load_json("[" * 50 + "]" * 50, "ok.json")
+    for _ in range(49):
+        fifty = fifty[0]
+    assert fifty == []
+    with pytest.raises(UserError, match="nesting deeper than 50 levels"):
+        load_json("[" * 51 + "]" * 51, "deep.json")
