@@ -54,3 +54,19 @@ def load_workloads(source: Any) -> Any:
     from triage.model import matrix
 
     return matrix.build(workloads.load(source))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Each test session gets its own private triage folder (compiled templates, the record of outputs)."""
+    import os
+
+    folder = tmp_path_factory.mktemp("cache")
+    folder.chmod(0o700)
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from .defaults import LIMITS
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape(text: str, limit: int | None = None) -> str:
+    """Text safe for one terminal line: control characters as \\xNN, lone surrogates replaced, cut to
+    ``limit`` characters with '…' (names and quoted values in errors: LIMITS.name_chars)."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogates(text) else text
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True, order=True)
@@ -16,8 +39,12 @@ class Problem:
     message: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
-        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        """One line: FILE:LINE:COL $.path: message, every part escaped and the name and path cut to length."""
+        name = escape(self.file, LIMITS.name_chars)
+        where = f"{name}:{self.line}:{self.col}" if self.line else name
+        message = escape(self.message)
+        path = escape(self.path, LIMITS.name_chars)
+        return f"{where} {path}: {message}" if self.path else f"{where}: {message}"
 
     def to_dict(self) -> dict[str, object]:
         return {"file": self.file, "line": self.line or None, "col": self.col or None,

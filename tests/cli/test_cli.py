@@ -68,7 +68,8 @@ def test_output_never_overwrites_a_foreign_file_or_the_input(runner, tmp_path):
     notes.write_text("my notes\n")
     res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(notes)])
     assert res.exit_code == 1
-    assert res.stderr == f"error: {notes}: exists and was not written by triage; pass --force to overwrite it\n"
+    assert res.stderr == (f"error: {notes}: exists and was not written by triage (or changed since); "
+                          "pass --force to overwrite it\n")
     assert notes.read_text() == "my notes\n"
     assert runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(notes), "--force"]).exit_code == 0
     card = tmp_path / "card.yaml"

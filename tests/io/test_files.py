@@ -12,7 +12,7 @@ def test_a_failing_output_leaves_no_output_and_no_temporary_file(tmp_path):
         fh.write(b"half")
         raise OSError("disk full")
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(UserError, match="memo.md: cannot write: disk full"):
         write_atomic_all([(tmp_path / "memo.roofline.svg", "<svg/>"), (tmp_path / "memo.md", broken)])
     assert list(tmp_path.iterdir()) == []
 

@@ -8,6 +8,7 @@ Colour only on a terminal and never with NO_COLOR set (https://no-color.org).
 from __future__ import annotations
 
 import functools
+import io
 import os
 import sys
 import traceback
@@ -17,8 +18,9 @@ from typing import Any
 
 import click
 
-from ..errors import UserError
-from ..io.files import Content, write_atomic_all
+from ..defaults import LIMITS
+from ..errors import UserError, escape
+from ..io.files import Content, new_run, write_atomic_all
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
 
@@ -52,7 +54,7 @@ def deliver(content: Content, output: Path | None, inputs: tuple[Path | None, ..
             beside: list[tuple[Path, Content]] | None = None) -> None:
     """Standard output, or atomic writes of the output and the files ``beside`` it (figures), all or none,
     never onto an input."""
-    if output is None:
+    if output is None or str(output) == "-":
         if isinstance(content, str):
             click.echo(content, nl=False)
         else:
@@ -70,11 +72,25 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         ctx = click.get_current_context()
+        new_run()
+        for stream in (sys.stdout, sys.stderr):       # never a traceback for a character the terminal lacks
+            if isinstance(stream, io.TextIOWrapper):
+                stream.reconfigure(errors="backslashreplace")
         try:
             fn(*args, **kwargs)
         except UserError as err:
-            for problem in err.problems:
+            shown = err.problems[:LIMITS.problems_shown]
+            for problem in shown:
                 error(str(problem))
+            if len(err.problems) > len(shown):
+                error(f"and {len(err.problems) - len(shown):,} more problems (limit problems_shown)")
+            ctx.exit(EXIT_USER)
+        except BrokenPipeError:
+            sys.stderr.close()                            # a reader that left (| head) is not an error
+            ctx.exit(0)
+        except OSError as exc:                            # the environment, not triage: a full disk, a closed stream
+            where = f"{exc.filename}: " if exc.filename else ""
+            error(f"{escape(where)}{exc.strerror or exc}")
             ctx.exit(EXIT_USER)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -10,36 +12,84 @@ from typing import BinaryIO, TypeAlias
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
+from .private import owned_file, private_folder
 
 MAX_BYTES = LIMITS.file_bytes
 
-_SIGNATURES = ("<!-- triage ", '{\n  "version":', '{\n  "claims":', "# triage workload file",
-               '<svg xmlns="http://www.w3.org/2000/svg"', "workload,model,hardware,phase,context,",
-               '"workload","model","hardware","phase","context",')
+_SYSTEM = ("/proc", "/sys", "/dev")
 
 
-def _ours(path: Path) -> bool:
+def _stamp(st: os.stat_result) -> str:
+    """What identifies one written version of a file: device, inode, size, mtime and ctime (ctime cannot be
+    set by a user, so a file changed or replaced after triage wrote it no longer matches)."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _record_path(target: Path) -> Path | None:
+    folder = private_folder("outputs")
+    if folder is None:
+        return None
+    return folder / hashlib.sha256(os.path.realpath(target).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _ours(target: Path) -> bool:
+    """Whether ``target`` is, unchanged, a file triage wrote (recorded in the user's private folder)."""
+    record = _record_path(target)
+    data = owned_file(record, 256) if record is not None else None
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            head = fh.read(64)
-    except OSError:
+        return data is not None and data.decode() == _stamp(os.lstat(target))
+    except (OSError, UnicodeDecodeError):
         return False
-    return head.startswith(_SIGNATURES)
+
+
+def _remember(target: Path) -> None:
+    """Record that triage wrote ``target`` as it is now (best effort: without a private folder, a later
+    run needs --force to replace it)."""
+    record = _record_path(target)
+    if record is None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=record.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(_stamp(os.lstat(target)))
+        os.replace(tmp, record)
+    except OSError:
+        pass
 
 
 def _check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
-    """Refuse a target that is an input, a directory, a foreign file (without force), or in no directory."""
-    for src in inputs:
-        if Path(src).exists() and target.exists() and target.resolve() == Path(src).resolve():
-            raise UserError([Problem(str(target), path="", message="refusing to write the output onto an input file")])
-    if target.exists() and not force and not _ours(target):
-        raise UserError([Problem(str(target), path="", message=(
-            "exists and was not written by triage; pass --force to overwrite it"))])
-    if target.is_dir():
-        raise UserError([Problem(str(target), path="", message="is a directory")])
+    """Refuse a target that is not (or would not be) a regular file, an input of the run, a foreign file
+    (without force), or in no directory. Devices, pipes, sockets, symbolic links and /proc, /sys, /dev
+    paths are refused even with --force."""
+    label = str(target)
+    if not label or label == "-":
+        raise UserError([Problem(label or "''", path="", message="not a file name (leave -o out for stdout)")])
+    real = os.path.realpath(target)
+    if real == "/" or any(real == root or real.startswith(root + "/") for root in _SYSTEM):
+        raise UserError([Problem(label, path="", message="is a system path; triage writes only regular files")])
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UserError([Problem(label, path="", message=f"cannot write: {exc.strerror}")]) from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise UserError([Problem(label, path="", message="is a symbolic link; triage replaces only regular "
+                                                             "files (give the path it points to)")])
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError([Problem(label, path="", message="is a directory")])
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "is not a regular file")
+            raise UserError([Problem(label, path="", message=f"{kind}; triage writes only regular files")])
+        if real in {os.path.realpath(src) for src in inputs} | READS.files:
+            raise UserError([Problem(label, path="", message="refusing to write the output onto an input file")])
+        if not force and not _ours(target):
+            raise UserError([Problem(label, path="", message=(
+                "exists and was not written by triage (or changed since); pass --force to overwrite it"))])
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
-        raise UserError([Problem(str(target), path="", message=f"no such directory: {directory}")])
+        raise UserError([Problem(label, path="", message=f"no such directory: {directory}")])
 
 
 Content: TypeAlias = "str | Callable[[BinaryIO], None]"
@@ -71,6 +121,12 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
             os.chmod(tmp, 0o666 & ~umask)            # mkstemp makes 0600; an output is an ordinary file
         for tmp, target in staged:
             os.replace(tmp, target)
+            _remember(target)
+    except OSError as exc:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise UserError([Problem(str(targets[len(staged) - 1] if staged else targets[0]), path="",
+                                 message=f"cannot write: {exc.strerror or exc}")]) from None
     except BaseException:
         for tmp, _ in staged:
             Path(tmp).unlink(missing_ok=True)
@@ -82,24 +138,79 @@ def write_atomic(path: Path | str, content: Content, inputs: tuple[Path | str, .
     write_atomic_all([(Path(path), content)], inputs, force)
 
 
-def read_text(path: Path | str, label: str | None = None) -> str:
-    """Read a UTF-8 text file of at most MAX_BYTES, or raise UserError naming it."""
-    label = label or str(path)
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
+_KINDS = {stat.S_IFDIR: "is a directory", stat.S_IFCHR: "is a device", stat.S_IFBLK: "is a device",
+          stat.S_IFIFO: "is a pipe (FIFO)", stat.S_IFSOCK: "is a socket"}
+
+
+class ReadLog:
+    """Every file this process read for the current run and the bytes it took: outputs may land on none of
+    them, and a run reads at most LIMITS.run_files files and LIMITS.run_bytes bytes."""
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.bytes = 0
+
+    def record(self, path: str, size: int, label: str) -> None:
+        self.files.add(os.path.realpath(path))
+        self.bytes += size
+        if len(self.files) > LIMITS.run_files:
             raise UserError([Problem(label, path="", message=(
-                f"file is {size / 1e6:.1f} MB; the limit is {MAX_BYTES // 1024} KiB"))])
-        raw = p.read_bytes()
+                f"this run has read {LIMITS.run_files:,} files, the limit (run_files)"))])
+        if self.bytes > LIMITS.run_bytes:
+            raise UserError([Problem(label, path="", message=(
+                f"this run has read {LIMITS.run_bytes // (1 << 20)} MiB, the limit (run_bytes)"))])
+
+
+READS = ReadLog()
+
+
+def new_run() -> ReadLog:
+    """Start counting a new run's reads (the CLI calls it once per command)."""
+    global READS
+    READS = ReadLog()
+    return READS
+
+
+def read_bytes(path: Path | str, label: str | None = None) -> bytes:
+    """At most MAX_BYTES of a regular file, counted as they are read (a device or /proc file's size says
+    nothing); devices, pipes, sockets and directories are refused without reading, so nothing blocks."""
+    label = label or str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError([Problem(label, path="", message="no such file")]) from None
     except IsADirectoryError:
-        raise UserError([Problem(label, path="", message="is a directory, expected a YAML file")]) from None
+        raise UserError([Problem(label, path="", message="is a directory, expected a file")]) from None
     except OSError as exc:
         raise UserError([Problem(label, path="", message=f"cannot read: {exc.strerror}")]) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "is not a regular file")
+            raise UserError([Problem(label, path="", message=f"{kind}, expected a regular file")])
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, min(1 << 16, MAX_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise UserError([Problem(label, path="", message=f"cannot read: {exc.strerror}")]) from None
+    finally:
+        os.close(fd)
+    if size > MAX_BYTES:
+        raise UserError([Problem(label, path="", message=f"file is over the {MAX_BYTES // 1024} KiB limit")])
+    READS.record(str(path), size, label)
+    return b"".join(chunks)
+
+
+def read_text(path: Path | str, label: str | None = None) -> str:
+    """A UTF-8 text file of at most MAX_BYTES (read_bytes), or UserError naming it; contents never echoed."""
+    label = label or str(path)
+    raw = read_bytes(path, label)
     if b"\x00" in raw:
-        raise UserError([Problem(label, path="", message="binary data (NUL bytes), expected YAML text")])
+        raise UserError([Problem(label, path="", message="binary data (NUL bytes), expected text")])
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

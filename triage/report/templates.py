@@ -10,32 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..inputs import units
+from ..io.private import owned_file, private_folder
 from ..io.resources import resource_dir
 
 _MAX_CACHE_BYTES = 4 << 20     # a compiled memo template is ~100 kB
-
-
-def cache_folder() -> Path:
-    """$XDG_CACHE_HOME/triage/templates (else ~/.cache/triage/templates)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "triage" / "templates"
-
-
-def _private_folder(folder: Path) -> bool:
-    """Create ``folder`` (0700) if needed; True only if it is a real folder of ours that no one else can use."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
 def _bytecode_cache() -> Any:
@@ -51,14 +35,11 @@ def _bytecode_cache() -> Any:
             return self.folder / f"{bucket.key}.bin"
 
         def load_bytecode(self, bucket: Any) -> None:
-            path = self._path(bucket)
+            data = owned_file(self._path(bucket), _MAX_CACHE_BYTES)
+            if data is None:
+                return
+            digest, payload = data[:32], data[32:]
             try:
-                st = os.lstat(path)
-                if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
-                        or st.st_size > _MAX_CACHE_BYTES):
-                    return
-                data = path.read_bytes()
-                digest, payload = data[:32], data[32:]
                 if hashlib.sha256(payload).digest() == digest:
                     bucket.bytecode_from_string(payload)
             except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache
@@ -76,8 +57,8 @@ def _bytecode_cache() -> Any:
                 if tmp is not None:
                     Path(tmp).unlink(missing_ok=True)
 
-    folder = cache_folder()
-    return PrivateCache(folder) if _private_folder(folder) else None
+    folder = private_folder("templates")
+    return PrivateCache(folder) if folder is not None else None
 
 
 @cache

@@ -1,0 +1,35 @@
+"""The user's private triage folder ($XDG_CACHE_HOME/triage, else ~/.cache/triage): used only when it is
+provably the user's own — a real folder (no symlink), owned by the user, mode 0700 — else not at all."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def private_folder(name: str) -> Path | None:
+    """``<cache>/triage/<name>``, created 0700 if needed; None unless it and its parent are ours alone."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triage"
+    folder = base / name
+    try:
+        for path in (base, folder):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                return None
+    except (OSError, RuntimeError):          # RuntimeError: no home directory
+        return None
+    return folder
+
+
+def owned_file(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file of ours that no one else can write, at most ``max_bytes``; else None."""
+    try:
+        st = os.lstat(path)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022
+                or st.st_size > max_bytes):
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
