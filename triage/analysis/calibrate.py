@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Problem, UserError
+from ..defaults import LIMITS
+from ..errors import Problem, UserError, escape
 from ..inputs import catalog as catalog_mod
 from ..inputs import units, workloads
 from ..inputs.claim import Claim
@@ -39,6 +40,7 @@ def defaults() -> dict[str, float]:
             "overhead_s": units.parse(d["overhead"], "time", allow_zero=True)}
 
 REQUIRED = ("model", "hardware", "context")
+_CHUNK_ELEMENTS = 2_000_000
 
 
 @dataclass
@@ -62,6 +64,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
     if not rows:
         raise UserError([Problem(str(path), path="", message="no measurement rows")])
+    if len(rows) > LIMITS.calibration_rows:
+        raise UserError([Problem(str(path), path="", message=(
+            f"{len(rows):,} rows; a calibration takes at most {LIMITS.calibration_rows:,} (limit calibration_rows)"))])
     for n, r in enumerate(rows, start=2):
         missing = [k for k in REQUIRED if not r.get(k)]
         if missing or not (r.get("tokens_per_s") or r.get("tpot")):
@@ -70,17 +75,26 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int) -> Any:
-    """A numeric column of a row, or UserError naming it."""
+def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
+           minimum: float = 0.0, strict: bool = True) -> Any:
+    """A numeric column of a row (> minimum, or >= it when not ``strict``; whole for ints), or UserError
+    naming it; values are never echoed at length."""
     value = raw.get(key)
     if value in (None, ""):
         return default
+    shown = escape(str(value), 20)
     try:
-        number = kind(float(value)) if kind is int else float(value)
+        number = float(value)
     except (TypeError, ValueError):
-        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {value!r}")]) from None
-    if not np.isfinite(number) or number <= 0:
-        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number > 0, got {value!r}")])
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {shown!r}")]) from None
+    low = number <= minimum if strict else number < minimum
+    if not np.isfinite(number) or low or number > 1e18:
+        bound = f"{'>' if strict else '>='} {minimum:g}"
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number {bound}, got {shown!r}")])
+    if kind is int:
+        if number != int(number):
+            raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a whole number, got {shown!r}")])
+        return int(number)
     return number
 
 
@@ -96,8 +110,8 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     if weights in ("int8", "int4"):
         group = _field(raw, "group_size", file, line, 1_000_000)
         change = {"weight_quant": {"bits": 8 if weights == "int8" else 4, "group_size": group,
-                                   "scale_bits": _field(raw, "scale_bits", file, line, 16),
-                                   "zero_bits": int(float(raw.get("zero_bits") or 0)),
+                                   "scale_bits": _field(raw, "scale_bits", file, line, 16, strict=False),
+                                   "zero_bits": _field(raw, "zero_bits", file, line, 0, strict=False),
                                    "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}}
     try:
         resolved = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
@@ -157,15 +171,18 @@ def calibrate(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     rows = [_price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
     report: dict[str, Any] = {"source": str(path), "hardware": []}
-    be, ce, oh = np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij")
+    be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
         before = _predict(group, defaults()["bandwidth"], defaults()["compute"], defaults()["overhead_s"])
-        err = _error(_predict(group, be, ce, oh), measured)
+        # the grid × rows in chunks of at most _CHUNK_ELEMENTS predictions: memory bounded whatever the rows
+        step = max(1, _CHUNK_ELEMENTS // len(group))
+        err = np.concatenate([_error(_predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]), measured)
+                              for k in range(0, be.size, step)])
         # among equally good fits keep the defaults: an efficiency no point binds is not identifiable
         err = err + 1e-12 * (np.abs(ce - defaults()["compute"]) + np.abs(be - defaults()["bandwidth"]))
-        best = np.unravel_index(int(np.argmin(err)), err.shape)
+        best = int(np.argmin(err))
         fit = {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
         after = _predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"])
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()

@@ -6,8 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..defaults import LIMITS
 from ..errors import Problem, UserError
-from ..io.yamlio import Document, load_file
+from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from .claim import Claim
 from .hfconfig import is_config_path, load_model
@@ -47,22 +48,47 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
     return problems
 
 
+class _Budget:
+    """Cards one stack may still load (LIMITS.stacked_cards), nested stacks included."""
+
+    def __init__(self) -> None:
+        self.left = LIMITS.stacked_cards
+
+
 def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None,
-         _seen: tuple[str, ...] = ()) -> Claim:
+         _seen: tuple[str, ...] = (), _budget: _Budget | None = None) -> Claim:
     """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem.
 
-    A card with ``stack: [a.yaml, b.yaml]`` composes those cards (paths relative to it).
+    A card with ``stack: [a.yaml, b.yaml]`` composes those cards (paths relative to it): at most
+    LIMITS.stacked_cards cards in all, none twice, no cycle; a card that cannot be read is blamed on the line
+    that names it.
     """
-    doc = Document("<card>", source) if isinstance(source, dict) else load_file(source)
+    doc = document("<card>", source) if isinstance(source, dict) else load_file(source)
     claim = from_document(doc, catalog)
     if isinstance(doc.data, dict) and "stack" in doc.data:
+        budget = _budget or _Budget()
         here = Path(doc.file).parent if not isinstance(source, dict) else Path(".")
-        parts = []
+        me = str(Path(doc.file).resolve())
+        parts, named = [], set()
         for i, name in enumerate(doc.data["stack"]):
             path = (here / name).resolve()
-            if str(path) in _seen:
+            if str(path) in _seen or str(path) == me:
                 raise UserError([doc.problem(("stack", i), f"{name} stacks itself (a cycle)")])
-            parts.append(load(path, catalog, _seen + (str(Path(doc.file).resolve()), str(path))))
+            if str(path) in named:
+                raise UserError([doc.problem(("stack", i), f"{name} is stacked twice: its savings would count "
+                                                           f"twice")])
+            named.add(str(path))
+            budget.left -= 1
+            if budget.left < 0:
+                raise UserError([doc.problem(("stack", i), f"a stack may load at most {LIMITS.stacked_cards} "
+                                                           f"cards, nested stacks included (limit stacked_cards)")])
+            try:
+                parts.append(load(path, catalog, _seen + (me,), budget))
+            except UserError as err:
+                if all(p.path == "" for p in err.problems):       # the file itself: name the line naming it
+                    raise UserError([doc.problem(("stack", i), f"{p.file}: {p.message}") for p in err.problems]) \
+                        from None
+                raise
         stacked = stack(parts, claim.id, claim.title)
         return replace(stacked, file=claim.file, direction=claim.direction, paper=claim.paper or stacked.paper,
                        claim={**stacked.claim, **claim.claim})

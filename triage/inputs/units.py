@@ -59,6 +59,12 @@ LIMITS = {"bytes": (1e18, "1 EB"), "bandwidth": (1e16, "10 PB/s"), "compute": (1
           "flops": (1e30, "1e30 FLOP"), "time": (86400.0, "1 day")}
 
 
+# Below these a positive value is a typo too: a chip slower than 1 GB/s or 1 GFLOP/s, less than a byte, a
+# nanosecond. 1e-300 B/s would print 'TPOT inf s'.
+MINIMA = {"bytes": (1.0, "1 B"), "bandwidth": (1e9, "1 GB/s"), "compute": (1e9, "1 GFLOP/s"),
+          "flops": (1.0, "1 FLOP"), "time": (1e-9, "1 ns")}
+
+
 def parse(value: object, kind: str, allow_zero: bool = False) -> float:
     """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units.
 
@@ -88,6 +94,9 @@ def parse(value: object, kind: str, allow_zero: bool = False) -> float:
         raise UnitError(f"expected a finite {noun}, got {value!r}")
     if number < 0 or (number == 0 and not allow_zero):
         raise UnitError(f"expected a {noun} {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    low, text_low = MINIMA[kind]
+    if 0 < number < low:
+        raise UnitError(f"expected a {noun} of at least {text_low}, got {value!r}")
     limit, text_limit = LIMITS[kind]
     if number > limit:
         raise UnitError(f"expected a {noun} of at most {text_limit}, got {value!r}")

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..defaults import LIMITS
 from ..errors import Problem, UserError
-from ..io.yamlio import Document, load_file
+from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from .hfconfig import is_config_path, load_model
 from .specs import Model
@@ -145,7 +146,7 @@ def _open(source: str | Path | dict[str, Any] | None) -> Document | None:
     if source is None:
         return None
     if isinstance(source, dict):
-        return Document("<workloads>", source)
+        return document("<workloads>", source)
     return load_file(source)
 
 
@@ -233,6 +234,12 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
         problems.append(doc.problem((), "no workloads: give workloads: or grid:"))
     if problems:
         raise UserError(problems)
+    cells = sum(len(b.settings.models) * len(b.settings.hardware) * len(b.contexts or (0,)) * len(b.batches or (0,))
+                for b, _ in blocks)
+    if cells > LIMITS.cells:
+        where = ("grid",) if grid else ("workloads",)
+        raise UserError([doc.problem(where, f"{cells:,} cells; one run prices at most {LIMITS.cells:,} (limit cells): "
+                                            f"split the grid into several `triage sweep` runs")])
 
     for block, path in blocks:
         settings = block.settings

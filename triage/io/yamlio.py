@@ -50,6 +50,24 @@ class _StrictConstructor:
         return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
 
 
+class _CountingComposer:
+    """Counts nodes as the parser composes them, so a huge flat document is refused while it is read, not after."""
+
+    _nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            mark = self.peek_event().start_mark  # type: ignore[attr-defined]
+            raise _TooMany(mark)
+        return super().compose_node(parent, index)  # type: ignore[misc]
+
+
+class _TooMany(Exception):
+    def __init__(self, mark: Any) -> None:
+        self.mark = mark
+
+
 _FLOAT_1_2 = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
                  |[-+]?(?:[0-9][0-9_]*)[eE][-+]?[0-9]+
                  |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
@@ -57,14 +75,30 @@ _FLOAT_1_2 = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+
                  |\.(?:nan|NaN|NAN))$""", re.X)
 
 
+_INT_1_2 = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+
+
+def _construct_int_1_2(loader: Any, node: yaml.ScalarNode) -> int:
+    """YAML 1.2 core integers: 010 is ten (not octal 8), 0o10 is eight, 0x10 sixteen; 1:30 is text."""
+    text = loader.construct_scalar(node)
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text, 10)
+
+
 def _loader_class(base: Any) -> Any:
-    """``base`` (a safe loader) with strict mappings and YAML 1.2 floats: 7.0e9 and 1e9 are numbers."""
-    cls: Any = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
+    """``base`` (a safe loader) with strict mappings and the YAML 1.2 core schema's numbers: 7.0e9 and 1e9 are
+    floats, 010 is ten, 1:30 and 1_000 are text (YAML 1.1 read them as 8, 90 and 1000)."""
+    cls: Any = type(f"Strict{base.__name__}", (_CountingComposer, _StrictConstructor, base), {})
     cls.yaml_implicit_resolvers = {
-        ch: [r for r in rs if r[0] != "tag:yaml.org,2002:float"]
+        ch: [r for r in rs if r[0] not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")]
         for ch, rs in base.yaml_implicit_resolvers.items()
     }
     cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_1_2, list("-+0123456789."))
+    cls.add_implicit_resolver("tag:yaml.org,2002:int", _INT_1_2, list("-+0123456789"))
+    cls.yaml_constructors = {**base.yaml_constructors, "tag:yaml.org,2002:int": _construct_int_1_2}
     return cls
 
 
@@ -139,19 +173,36 @@ def _positions(node: yaml.Node, path: Path_, doc: Document) -> None:
             _positions(v, path + (i,), doc)
 
 
+MAX_INTEGER = 10**18
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]) -> None:
-    """Refuse non-text keys and non-finite numbers anywhere in the document."""
+    """Refuse non-text keys, non-finite or absurd numbers and invalid Unicode anywhere in the document."""
     if isinstance(data, dict):
         for k, v in data.items():
-            if not isinstance(k, str):
-                problems.append(doc.problem(path, f"key {k!r} must be text"))
+            if not isinstance(k, str) or not _valid_text(k):
+                problems.append(doc.problem(path, "a key must be valid text"))
                 continue
             _check_values(v, path + (k,), doc, problems)
     elif isinstance(data, list):
         for i, v in enumerate(data):
             _check_values(v, path + (i,), doc, problems)
+    elif isinstance(data, bool):
+        return
     elif isinstance(data, float) and not math.isfinite(data):
         problems.append(doc.problem(path, f"expected a finite number, got {data}"))
+    elif isinstance(data, int) and abs(data) > MAX_INTEGER:
+        problems.append(doc.problem(path, "integer too large (more than 1e18)"))
+    elif isinstance(data, str) and not _valid_text(data):
+        problems.append(doc.problem(path, "text with a lone surrogate is not valid Unicode"))
 
 
 def load(text: str, file: str, trusted: bool = False) -> Document:
@@ -177,6 +228,9 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
             raise UserError([Problem(file, 1, 1, "$", (
                 f"document expands to {size:,} nodes (aliases included); the limit is {MAX_NODES:,}"))])
         data = loader.construct_document(node)
+    except _TooMany as many:
+        raise UserError([Problem(file, many.mark.line + 1, many.mark.column + 1, "$", (
+            f"more than {MAX_NODES:,} YAML nodes; the limit is {MAX_NODES:,}"))]) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
@@ -203,6 +257,19 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
     if problems:
         raise UserError(problems)
     return doc
+
+
+def document(label: str, data: Any) -> Document:
+    """A Document of already-parsed data (the Python API's dicts), held to the same rules as a file: text
+    keys, finite numbers, bounded size and nesting."""
+    problems: list[Problem] = []
+    try:
+        _check_values(data, (), Document(label, data), problems)
+    except RecursionError:
+        raise UserError([Problem(label, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None
+    if problems:
+        raise UserError(problems)
+    return Document(label, data)
 
 
 def load_file(path: Path | str, label: str | None = None, trusted: bool = False) -> Document:
