@@ -88,7 +88,7 @@ def test_bad_card_exits_1_with_addressed_errors_and_writes_nothing(runner, tmp_p
     assert res.stderr.splitlines() == [
         f"error: {bad}:1:1 $: missing required key 'direction'",
         f"error: {bad}:1:1 $: missing required key 'title'",
-        f"error: {bad}:2:20 $.change.kv_bytes: expected a number > 0, got -1",
+        f"error: {bad}:2:20 $.change.kv_bytes: expected a number >= 0.001, got -1",
     ]
     assert not out.exists()
 
