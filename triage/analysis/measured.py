@@ -76,7 +76,11 @@ def read(path: Path | str) -> list[dict[str, Any]]:
     """Every measurement in a file or a folder of files."""
     path = Path(path)
     if path.is_dir():
-        files = sorted([*path.glob("*.json"), *path.glob("*.csv")])[:LIMITS.measured_files]
+        files = sorted([*path.glob("*.json"), *path.glob("*.csv")])
+        if len(files) > LIMITS.measured_files:
+            raise UserError([Problem(str(path), path="", message=(
+                f"{len(files):,} measurement files; a folder may hold at most {LIMITS.measured_files:,} "
+                f"(limit measured_files)"))])
         if not files:
             raise UserError([Problem(str(path), path="", message="no .json or .csv measurement files in this folder")])
         return [row for f in files for row in read(f)]

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from ..defaults import LIMITS
-from ..errors import UserError, escape
+from ..errors import Problem, UserError, escape
 from ..io.files import Content, new_run, write_atomic_all
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
@@ -54,7 +54,8 @@ def deliver(content: Content, output: Path | None, inputs: tuple[Path | None, ..
             beside: list[tuple[Path, Content]] | None = None) -> None:
     """Standard output, or atomic writes of the output and the files ``beside`` it (figures), all or none,
     never onto an input."""
-    if output is None or str(output) == "-":
+    output = output_path(output)
+    if output is None:
         if isinstance(content, str):
             click.echo(content, nl=False)
         else:
@@ -65,6 +66,24 @@ def deliver(content: Content, output: Path | None, inputs: tuple[Path | None, ..
     for path, _ in extra:
         info(f"wrote {path}")
     info(f"wrote {output}{note}")
+
+
+def report(problems: list[Any]) -> None:
+    """Print problems, one line each, at most LIMITS.problems_shown of them, then how many more."""
+    shown = problems[:LIMITS.problems_shown]
+    for problem in shown:
+        error(str(problem))
+    if len(problems) > len(shown):
+        error(f"and {len(problems) - len(shown):,} more problems (limit problems_shown)")
+
+
+def output_path(output: Path | None) -> Path | None:
+    """The -o path: None for standard output (no -o, or '-'); a name that is no file name is a user error."""
+    if output is None or str(output) == "-":
+        return None
+    if not output.name or output.name in (".", ".."):
+        raise UserError([Problem(escape(str(output)) or "''", path="", message="not a file name")])
+    return output
 
 
 def guard(fn: Callable[..., None]) -> Callable[..., None]:
@@ -79,11 +98,7 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
         try:
             fn(*args, **kwargs)
         except UserError as err:
-            shown = err.problems[:LIMITS.problems_shown]
-            for problem in shown:
-                error(str(problem))
-            if len(err.problems) > len(shown):
-                error(f"and {len(err.problems) - len(shown):,} more problems (limit problems_shown)")
+            report(err.problems)
             ctx.exit(EXIT_USER)
         except BrokenPipeError:
             sys.stderr.close()                            # a reader that left (| head) is not an error

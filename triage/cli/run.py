@@ -18,6 +18,7 @@ from .common import (
     model_option,
     output_format,
     output_option,
+    output_path,
     verbose,
     workloads_option,
 )
@@ -52,8 +53,9 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/kv2x.yaml --brief
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
-    if brief and fmt == "json":
-        raise click.UsageError("--brief is Markdown: drop --format json")
+    output = output_path(output)
+    if brief and (fmt == "json" or (output is not None and output.suffix == ".json")):
+        raise click.UsageError("--brief is Markdown: drop --format json (or write it to a .md file)")
     if len(cards) > 1 and not stack:
         raise click.UsageError("several cards: add --stack to apply them together, or use `triage compare`")
     card: Any = list(cards) if len(cards) > 1 else cards[0]

@@ -11,7 +11,7 @@ import click
 from ..errors import Problem, UserError
 from ..inputs import cards as cards_mod
 from ..inputs import catalog, workloads
-from .common import EXIT_USER, FILE, error, guard, info
+from .common import EXIT_USER, FILE, guard, info, report
 
 
 @click.command(name="validate")
@@ -46,8 +46,7 @@ def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str)
     if fmt == "json":
         click.echo(json.dumps([p.to_dict() for p in problems], indent=2))
     else:
-        for problem in problems:
-            error(str(problem))
+        report(problems)
         n = len(cards) + len(workload_files)
         if not problems:
             info(f"{n} file{'s' if n != 1 else ''} valid")

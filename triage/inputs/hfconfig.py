@@ -23,6 +23,14 @@ from .validation import validate
 # Types whose tie_word_embeddings default (when the key is absent) is True.
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
+_INTEGER_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "vocab_size",
+                 "intermediate_size", "ffn_dim", "head_dim", "num_local_experts", "num_experts", "n_routed_experts",
+                 "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+                 "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                 "qk_nope_head_dim", "v_head_dim", "sliding_window", "max_position_embeddings", "max_window_layers",
+                 "sliding_window_pattern", "decoder_sparse_step", "moe_layer_freq")
+_MAY_BE_ZERO = {"first_k_dense_replace", "n_shared_experts", "shared_expert_intermediate_size", "max_window_layers",
+                "num_experts", "num_local_experts", "n_routed_experts", "qk_rope_head_dim", "sliding_window"}
 
 
 def read_config(path: Path | str) -> dict[str, Any]:
@@ -58,6 +66,14 @@ def to_entry(cfg: dict[str, Any], file: str, name: str | None = None) -> dict[st
     if kind == "opt":                        # OPT names its MLP width ffn_dim and has no head_dim
         cfg = {**cfg, "intermediate_size": cfg.get("ffn_dim"),
                "tie_word_embeddings": cfg.get("tie_word_embeddings", True)}
+    cfg = {k: v for k, v in cfg.items() if v is not None}          # null is absent
+    bad = [k for k in _INTEGER_KEYS if k in cfg and not (
+        isinstance(cfg[k], int) and not isinstance(cfg[k], bool)
+        and (0 if k in _MAY_BE_ZERO else 1) <= cfg[k] <= 10**9)]
+    if bad:
+        raise UserError([Problem(file, path=f"$.{k}", message=(
+            f"config.json's {k} must be a whole number from {0 if k in _MAY_BE_ZERO else 1} to 1e9"))
+            for k in bad])
     missing = [k for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if k not in cfg]
     experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 0
     if not experts and "intermediate_size" not in cfg:

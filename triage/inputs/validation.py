@@ -103,6 +103,10 @@ def validate(doc: Document, schema_name: str, prefix: tuple[Any, ...] = ()) -> l
     """
     from jsonschema import Draft202012Validator  # heavy: imported only when validating
 
+    if not prefix and not isinstance(doc.data, dict):
+        # a file that is no YAML mapping (a stray /etc/passwd): say what it is, never what it says
+        kind = {list: "a list", str: "text", type(None): "nothing"}.get(type(doc.data), "a single value")
+        return [doc.problem((), f"expected a mapping of keys (a YAML document), got {kind}")]
     root = load_schema(schema_name)
     instance: Any = doc.data
     for key in reversed(prefix):

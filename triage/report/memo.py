@@ -11,7 +11,7 @@ from ..inputs import units
 from . import figures as figures_mod
 from .describe import describe
 from .result import Result
-from .templates import render
+from .templates import Trusted, render
 
 MARKER = "<!-- triage decision memo"
 BRIEF_MARKER = "<!-- triage reading-group brief"
@@ -58,8 +58,9 @@ def figure_data(result: Result) -> dict[str, str]:
     """The SVG figures of a memo: roofline, gain heatmap, latency–throughput (name → SVG text)."""
     ev = result.evaluation
     m, g = ev.matrix, ev.gaps
-    hardware = [{"name": h.key, "peak": h.peak(m.blocks[0].precision["compute"]), "bandwidth": h.bandwidth_bytes_per_s}
-                for h in m.hardware]
+    compute = m.blocks[0].precision["compute"]
+    hardware = [{"name": h.key, "peak": h.peak(compute if h.has_peak(compute) else "fp16"),
+                 "bandwidth": h.bandwidth_bytes_per_s} for h in m.hardware]
     n = min(len(m), LIMITS.figure_points)
     names = m.labels("blocks")[:n]
     b, c = g.base, g.claim
@@ -124,7 +125,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "figures": figures if isinstance(figures, list) else [],
         "figures_note": figures if isinstance(figures, str) else "",
         "figure_points": LIMITS.figure_points,
-        "marker": MARKER,
+        "marker": Trusted(MARKER),
     }
 
 
@@ -151,7 +152,7 @@ def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
 
 def render_brief(result: Result) -> str:
     """The one-page reading-group brief."""
-    ctx = {**context(result, "none in a brief"), "marker": BRIEF_MARKER}
+    ctx = {**context(result, "none in a brief"), "marker": Trusted(BRIEF_MARKER)}
     return render("brief.md.j2", questions=_questions(ctx["d"]), **ctx)
 
 

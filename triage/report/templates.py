@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..errors import escape
 from ..inputs import units
 from ..io.private import owned_file, private_folder
 from ..io.resources import resource_dir
@@ -61,13 +62,30 @@ def _bytecode_cache() -> Any:
     return PrivateCache(folder) if folder is not None else None
 
 
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "*": "\\*", "`": "\\`", "[": "\\[", "]": "\\]",
+                           "<": "&lt;", "\n": " ", "\r": " ", "\t": " "})
+
+
+def markdown_text(value: Any) -> Any:
+    """Every value a template prints, made inert: text that came from a card or a workload file cannot break a
+    table row, open an HTML tag, start emphasis or a code span, or reach the terminal as a control character."""
+    if not isinstance(value, str) or isinstance(value, Trusted):
+        return value
+    return escape(value.translate(_MARKDOWN))
+
+
+class Trusted(str):
+    """Markup triage itself writes (the marker comment): printed as it is."""
+
+
 @cache
 def environment() -> Any:
     """The environment (jinja2 is imported here, only when Markdown is rendered)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, autoescape=False, bytecode_cache=_bytecode_cache(),
+                             undefined=jinja2.StrictUndefined, autoescape=False, finalize=markdown_text,
+                             bytecode_cache=_bytecode_cache(),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update({
         "bytes": lambda x: "—" if x is None else units.fmt_bytes(x),

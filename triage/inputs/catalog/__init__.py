@@ -88,6 +88,8 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
     if "kv_lora_rank" in entry:
         problems += [doc.problem(path, f"model {key!r} uses MLA (kv_lora_rank): it needs {k!r}")
                      for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if k not in entry]
+    if entry.get("first_k_dense_replace", 0) > entry["num_hidden_layers"]:
+        problems.append(doc.problem(path + ("first_k_dense_replace",), "more dense layers than layers"))
     if entry.get("sliding_window_layers", 0) > entry["num_hidden_layers"]:
         problems.append(doc.problem(path + ("sliding_window_layers",), "more sliding-window layers than layers"))
     src = entry.get("source")

@@ -1,0 +1,368 @@
+"""Hostile input is normal input: every class of the hardening review as a test.
+
+Each case is refused with exit 1 and one addressed line per problem (never exit 3, a traceback, nan, inf or
+a negative size), overwrites nothing, leaves no partial output, and is decided within a time bound.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage.cli import main
+from triage.errors import UserError
+
+from conftest import CLAIMS, ROOT
+
+KV2X = (CLAIMS / "kv2x.yaml").read_text()
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+
+
+def run(*args, seconds=1.0, **kwargs):
+    start = time.perf_counter()
+    res = CliRunner().invoke(main, [str(a) for a in args], **kwargs)
+    elapsed = time.perf_counter() - start
+    assert res.exit_code in (0, 1, 2), (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    assert elapsed < seconds, f"{args} took {elapsed:.2f} s"
+    return res
+
+
+def card(tmp_path, text=KV2X, name="card.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# ---- data loss and system damage ---------------------------------------------------------------------
+
+def test_dev_null_is_never_replaced_even_with_force(tmp_path):
+    res = run("run", card(tmp_path), "-o", "/dev/null", "--force")
+    assert res.exit_code == 1 and "system path" in res.stderr
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@ROOT_ONLY
+def test_a_device_node_is_never_replaced_even_with_force(tmp_path):
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    res = run("run", card(tmp_path), "-o", dev, "--force")
+    assert res.exit_code == 1 and "is a device" in res.stderr
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+def test_a_symlink_to_a_process_stream_is_refused(tmp_path):
+    link = tmp_path / "out.json"
+    link.symlink_to("/proc/self/fd/1")
+    res = run("run", card(tmp_path), "-o", link, "--force")
+    assert res.exit_code == 1 and os.path.islink(link)
+
+
+@pytest.mark.parametrize("which", ["stacked", "model", "measured"])
+def test_force_never_replaces_any_input(tmp_path, which):
+    inner = card(tmp_path, name="inner.yaml")
+    outer = card(tmp_path, "id: outer\ntitle: outer\ndirection: cache\nstack: [inner.yaml, other.yaml]\n", "outer.yaml")
+    card(tmp_path, (CLAIMS / "int8-weights.yaml").read_text(), "other.yaml")
+    config = tmp_path / "config.json"
+    config.write_text((ROOT / "tests" / "configs" / "llama-3-8b.json").read_text())
+    measured = tmp_path / "m.json"
+    measured.write_text(json.dumps({"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb",
+                                    "tpot": "8 ms"}))
+    target, args = {"stacked": (inner, [outer]), "model": (config, [inner, "--model", config]),
+                    "measured": (measured, [inner, "--measured", measured])}[which]
+    before = target.read_bytes()
+    res = run("run", *args, "-o", target, "--format", "json", "--force")
+    assert res.exit_code == 1 and "onto an input file" in res.stderr
+    assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize("head", ['{\n  "version": 1}\n', "<!-- triage decision memo -->\n",
+                                  "# triage workload file\nworkloads: []\n"])
+def test_a_foreign_file_that_looks_like_ours_is_not_overwritten(tmp_path, head):
+    target = tmp_path / "out.md"
+    target.write_text(head)
+    res = run("run", card(tmp_path), "-o", target)
+    assert res.exit_code == 1 and "not written by triage" in res.stderr
+    assert target.read_text() == head
+
+
+def test_a_refused_memo_leaves_no_figures(tmp_path):
+    (tmp_path / "memo.md").write_text("my notes\n")
+    assert run("run", card(tmp_path), "-o", tmp_path / "memo.md").exit_code == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["card.yaml", "memo.md"]
+
+
+# ---- code from caches --------------------------------------------------------------------------------
+
+def _fresh_run(tmp_path, cache):
+    """`triage run` in a new process (the template environment is made once per process)."""
+    proc = subprocess.run([sys.executable, "-m", "triage", "run", str(card(tmp_path))], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    assert "Traceback" not in proc.stderr
+    return proc.returncode
+
+
+def test_compiled_templates_from_a_broken_or_foreign_cache_are_never_used(tmp_path):
+    cache = tmp_path / "cache"
+    assert _fresh_run(tmp_path, cache) == 0
+    (bin_file,) = (cache / "triage" / "templates").glob("*.bin")
+    bin_file.write_bytes(bin_file.read_bytes()[:100])                       # truncated
+    assert _fresh_run(tmp_path, cache) == 0
+    bin_file.write_bytes(b"\0" * 32 + b"planted")                           # a digest that does not match
+    assert _fresh_run(tmp_path, cache) == 0
+    bin_file.chmod(0o666)                                                    # writable by others: ignored
+    assert _fresh_run(tmp_path, cache) == 0
+    (cache / "triage" / "templates").chmod(0o777)                            # a folder others can write: unused
+    assert _fresh_run(tmp_path, cache) == 0
+
+
+def test_no_cache_folder_at_all_still_runs(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    assert _fresh_run(tmp_path, blocker) == 0
+
+
+# ---- unbounded reads, hangs and memory ---------------------------------------------------------------
+
+def _fifo(tmp_path, name="pipe"):
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("where", ["card", "workloads", "measured", "calibrate", "stack", "model-config"])
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_devices_and_pipes_are_refused_at_once_as_any_input(tmp_path, where, kind):
+    source = Path("/dev/zero") if kind == "dev-zero" else _fifo(tmp_path)
+    link = tmp_path / ("link.json" if where == "model-config" else "link.yaml")
+    link.symlink_to(source)
+    c = card(tmp_path)
+    args = {"card": ["validate", link], "workloads": ["run", c, "-w", link], "measured": ["run", c, "--measured", link],
+            "calibrate": ["calibrate", link],
+            "stack": ["validate", card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [{link}, {c}]\n",
+                                       "s.yaml")],
+            "model-config": ["run", c, "--model", link]}[where]
+    res = run(*args)
+    assert res.exit_code == 1
+    assert ("is a device" if kind == "dev-zero" else "is a pipe") in res.stderr
+
+
+def test_a_fifo_as_the_output_is_refused_without_blocking(tmp_path):
+    res = run("run", card(tmp_path), "-o", _fifo(tmp_path, "out.md"), "--force")
+    assert res.exit_code == 1 and "is a pipe" in res.stderr
+
+
+def test_a_ten_billion_cell_grid_is_refused_before_allocation(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\ngrid:\n"
+                    f"  context: {list(range(1, 1001))}\n  batch: {list(range(1, 1001))}\n"
+                    f"  phase: [decode, prefill]\n  model: [llama-2-7b, llama-2-13b, llama-3-8b, mistral-7b, "
+                    f"qwen2.5-7b]\n  hardware: [a100-80gb, h100-sxm, a100-40gb, h200, l40s, rtx-4090, mi300x, b200, "
+                    f"h100-pcie, a10]\n".replace("a10]", "a100-80gb]"))
+    res = run("run", card(tmp_path), "-w", grid)
+    assert res.exit_code == 1 and "limit cells" in res.stderr
+
+
+def test_a_stack_that_doubles_at_every_level_is_refused_at_once(tmp_path):
+    for level in range(40):
+        nxt = f"c{level + 1}.yaml"
+        card(tmp_path, f"id: c{level}\ntitle: c\ndirection: cache\nstack: [{nxt}, ./{nxt}]\n", f"c{level}.yaml")
+    card(tmp_path, "id: c40\ntitle: c\ndirection: cache\nchange: {kv_bytes: 0.5}\n", "c40.yaml")
+    res = run("validate", tmp_path / "c0.yaml")
+    assert res.exit_code == 1 and ("stacked twice" in res.stderr or "limit stacked_cards" in res.stderr)
+
+
+def test_a_deep_stack_hits_the_card_limit(tmp_path):
+    for level in range(30):
+        card(tmp_path, f"id: c{level}\ntitle: c\ndirection: cache\nstack: [c{level + 1}.yaml, leaf{level}.yaml]\n",
+             f"c{level}.yaml")
+        card(tmp_path, f"id: leaf{level}\ntitle: l\ndirection: cache\nchange: {{kv_bytes: 0.9}}\n", f"leaf{level}.yaml")
+    card(tmp_path, "id: c30\ntitle: c\ndirection: cache\nchange: {kv_bytes: 0.5}\n", "c30.yaml")
+    res = run("validate", tmp_path / "c0.yaml")
+    assert res.exit_code == 1 and "limit stacked_cards" in res.stderr
+
+
+def test_a_calibration_file_with_too_many_rows_is_refused(tmp_path):
+    rows = "model,hardware,context,batch,tpot\n" + "llama-2-7b,a100-80gb,1024,1,8 ms\n" * 10_001
+    f = tmp_path / "m.csv"
+    f.write_text(rows)
+    res = run("calibrate", f, seconds=5)
+    assert res.exit_code == 1 and "limit calibration_rows" in res.stderr
+
+
+def test_a_one_mib_flow_list_is_refused_while_parsing(tmp_path):
+    f = card(tmp_path, "id: x\nlist: [" + ",".join(["1"] * 340_000) + "]\n", "big.yaml")
+    assert f.stat().st_size < 1 << 20
+    res = run("validate", f, seconds=4)
+    assert res.exit_code == 1 and "YAML nodes" in res.stderr
+
+
+# ---- wrong answers and wrong exit codes ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text,message", [
+    ("id: x\ntitle: t\ndirection: cache\nchange: {kv_heads: " + "9" * 400 + "}\n", "integer too large"),
+    (KV2X.replace("title: 2x KV-cache compression", 'title: "\\ud800"'), "lone surrogate"),
+])
+def test_huge_integers_and_lone_surrogates_are_user_errors(tmp_path, text, message):
+    res = run("validate", card(tmp_path, text))
+    assert res.exit_code == 1 and message in res.stderr
+
+
+@pytest.mark.parametrize("change", [{"num_attention_heads": "32"}, {"num_attention_heads": None},
+                                    {"num_attention_heads": [32]}, {"hidden_size": 1e400},
+                                    {"num_attention_heads": 0}, {"num_key_value_heads": 0},
+                                    {"first_k_dense_replace": 99, "num_local_experts": 8, "num_experts_per_tok": 2},
+                                    {"vocab_size": "big"}])
+@pytest.mark.parametrize("command", ["run", "import"])
+def test_bad_config_json_is_a_user_error(tmp_path, change, command):
+    cfg = json.loads((ROOT / "tests" / "configs" / "llama-3-8b.json").read_text())
+    cfg.update(change)
+    text = json.dumps(cfg).replace("Infinity", "1e400")
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    args = ["run", card(tmp_path), "--model", path] if command == "run" else ["catalog", "import", path, "--name", "x"]
+    assert run(*args).exit_code == 1
+
+
+@pytest.mark.parametrize("row", ["llama-2-7b,a100-80gb,1e400,1,8 ms", "llama-2-7b,a100-80gb,abc,1,8 ms",
+                                 "llama-2-7b,a100-80gb,1024,4.5,8 ms", "llama-2-7b,a100-80gb,1024,1,1e400 ms"])
+def test_bad_calibration_rows_are_user_errors(tmp_path, row):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context,batch,tpot\n" + row + "\n")
+    assert run("calibrate", f).exit_code == 1
+
+
+def test_negative_zero_bits_are_refused(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context,batch,tpot,weights,group_size,zero_bits\n"
+                 "llama-2-7b,a100-80gb,1024,1,8 ms,int4,128,-1000\n")
+    res = run("calibrate", f)
+    assert res.exit_code == 1 and "zero_bits" in res.stderr
+
+
+def test_a_vllm_result_with_a_huge_integer_is_a_user_error(tmp_path):
+    f = tmp_path / "r.json"
+    f.write_text('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "median_tpot_ms": 1'
+                 + "0" * 400 + "}")
+    assert run("run", card(tmp_path), "--measured", f).exit_code == 1
+
+
+def test_a_batch_written_as_4_point_0_is_four(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context,batch,tpot\nllama-2-7b,a100-80gb,1024,4.0,9 ms\n")
+    assert run("calibrate", f, seconds=5).exit_code == 0
+
+
+def test_fp8_on_one_chip_and_fp16_on_another_draws_its_figures(tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads:\n  - {name: fp8, hardware: h100-sxm, context: 4096, precision: {compute: fp8}}\n"
+                 "  - {name: fp16, hardware: a100-80gb, context: 4096}\n")
+    assert run("run", card(tmp_path), "-w", w, "-o", tmp_path / "memo.md", seconds=5).exit_code == 0
+
+
+@pytest.mark.parametrize("output", ["/proc/x.json", ""])
+def test_impossible_outputs_are_user_errors(tmp_path, output):
+    assert run("run", card(tmp_path), "-o", output).exit_code in (1, 2)
+
+
+def test_an_over_long_card_id_is_a_user_error(tmp_path):
+    res = run("new", "--direction", "cache", "--id", "a" * 300, "-o", tmp_path / ("a" * 300 + ".yaml"))
+    assert res.exit_code == 1
+
+
+def test_output_to_a_full_device_and_a_narrow_encoding_are_not_bugs(tmp_path):
+    c = card(tmp_path)
+    exe = [sys.executable, "-m", "triage", "run", str(c)]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(exe, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    proc = subprocess.run(exe, capture_output=True, timeout=60, env={**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "hardware: {tiny: {memory: 80 GiB, bandwidth: 1e-300 GB/s, compute: {fp16: 1000 TFLOP/s}}}\n"
+    "defaults: {hardware: tiny}\nworkloads: [{name: w, context: 4096}]\n",
+    "defaults: {efficiency: {bandwidth: 5.0e-324}}\nworkloads: [{name: w, context: 4096}]\n",
+])
+def test_tiny_positive_quantities_are_refused(tmp_path, text):
+    w = tmp_path / "w.yaml"
+    w.write_text(text)
+    assert run("run", card(tmp_path), "-w", w).exit_code == 1
+
+
+def test_yaml_integers_are_yaml_1_2(tmp_path):
+    r = triage.evaluate(card(tmp_path), {"workloads": [{"name": "w", "context": 4096, "batch": 10}]})
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads: [{name: w, context: 4096, batch: 010}]\n")
+    assert len(triage.evaluate(card(tmp_path), w)) == len(r)
+    assert triage.evaluate(card(tmp_path), w).to_dict()["cells"][0]["batch"] == 10
+    w.write_text("workloads: [{name: w, context: 4096, batch: 1:30}]\n")
+    assert run("run", card(tmp_path), "-w", w).exit_code == 1
+
+
+def test_nan_in_an_api_dict_is_a_user_error():
+    with pytest.raises(UserError, match="finite"):
+        triage.evaluate({"id": "t", "title": "t", "direction": "cache", "change": {"kv_bytes": float("nan")}})
+
+
+def test_a_measured_folder_over_the_limit_is_an_error_not_a_silent_cut(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for i in range(1001):
+        (folder / f"{i:04d}.json").write_text('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb"}')
+    res = run("run", card(tmp_path), "--measured", folder, seconds=10)
+    assert res.exit_code == 1 and "measured_files" in res.stderr
+
+
+def test_dash_as_the_output_is_standard_output(tmp_path):
+    res = run("run", card(tmp_path), "-o", "-", "--format", "json")
+    assert res.exit_code == 0 and res.stdout.startswith("{") and not Path("-").exists()
+
+
+def test_brief_with_a_json_output_is_refused(tmp_path):
+    assert run("run", card(tmp_path), "--brief", "-o", tmp_path / "x.json").exit_code == 2
+
+
+# ---- errors that are one screen, addressed, and leak nothing ------------------------------------------
+
+def test_thirty_thousand_problems_print_twenty_lines(tmp_path):
+    keys = "\n".join(f"k{i}: 1" for i in range(30_000))
+    res = run("validate", card(tmp_path, KV2X + keys), seconds=5)
+    lines = res.stderr.splitlines()
+    assert res.exit_code == 1 and len(lines) == 21 and lines[-1].startswith("error: and 29,980 more problems")
+
+
+def test_a_long_name_is_cut_and_control_characters_are_escaped(tmp_path):
+    res = run("validate", card(tmp_path, KV2X.replace("direction: cache", "direction: \"\\e[31mred\\a\"")))
+    assert res.exit_code == 1 and "\x1b" not in res.stderr and "\x07" not in res.stderr and "\\x1b" in res.stderr
+
+
+def test_file_contents_never_appear_in_errors(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:hunter2-is-the-password:/root:/bin/bash\n")
+    res = run("validate", card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [{secret}, {card(tmp_path)}]\n",
+                               "s.yaml"))
+    assert res.exit_code == 1 and "hunter2" not in res.stderr and "secret.txt" in res.stderr
+
+
+def test_a_missing_stacked_card_names_the_line_that_points_to_it(tmp_path):
+    s = card(tmp_path, "id: s\ntitle: s\ndirection: cache\nstack:\n  - missing.yaml\n  - card.yaml\n", "s.yaml")
+    card(tmp_path)
+    res = run("validate", s)
+    assert res.exit_code == 1 and f"{s}:5:5 $.stack[0]:" in res.stderr and "no such file" in res.stderr
+
+
+def test_card_text_is_escaped_in_the_memo(tmp_path):
+    text = KV2X.replace("title: 2x KV-cache compression", 'title: "<script>x</script> | *bold*\\nnext\\e"')
+    res = run("run", card(tmp_path, text))
+    assert res.exit_code == 0
+    assert "<script>" not in res.stdout and "\x1b" not in res.stdout
+    assert "\\| \\*bold\\*" in res.stdout
