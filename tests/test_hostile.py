@@ -366,3 +366,61 @@ def test_card_text_is_escaped_in_the_memo(tmp_path):
     assert res.exit_code == 0
     assert "<script>" not in res.stdout and "\x1b" not in res.stdout
     assert "\\| \\*bold\\*" in res.stdout
+
+
+# ---- a fuzz target for every reader: exit 0 or 1, never 3, in bounded time --------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+READERS = {
+    "card": lambda p, c: ["validate", p],
+    "workloads": lambda p, c: ["validate", "-w", p],
+    "config.json": lambda p, c: ["catalog", "import", p, "--name", "fuzz"],
+    "calibration.csv": lambda p, c: ["calibrate", p],
+    "measured.json": lambda p, c: ["run", c, "--measured", p, "--format", "json"],
+    "measured.csv": lambda p, c: ["run", c, "--measured", p, "--format", "json"],
+}
+SEEDS = {
+    "card": KV2X.encode(),
+    "workloads": b"workloads:\n  - {name: w, context: 4096, batch: 8, share: 1}\n",
+    "config.json": (ROOT / "tests" / "configs" / "mixtral-8x7b.json").read_bytes(),
+    "calibration.csv": b"model,hardware,context,batch,tpot\nllama-2-7b,a100-80gb,1024,1,8 ms\n",
+    "measured.json": b'{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot": "8 ms"}',
+    "measured.csv": b"workload,variant,hardware,tpot\nchat-4k,claim,a100-80gb,8 ms\n",
+}
+
+
+def _mutate(seed: bytes, edits: list[tuple[int, bytes]]) -> bytes:
+    data = bytearray(seed)
+    for at, chunk in edits:
+        at = at % (len(data) + 1)
+        data[at:at + len(chunk)] = chunk
+    return bytes(data)
+
+
+edits = st.lists(st.tuples(st.integers(0, 4000), st.binary(min_size=1, max_size=8)), max_size=6)
+tokens = st.sampled_from([b"1e400", b"-1", b"0", b"nan", b".inf", b"\x00", b"\xff", b"{", b"[", b"&a", b"*a",
+                          b"!!python/object:os.system", b"\"\\ud800\"", b"9" * 40, b"\t", b"\r\n", b"---\n"])
+token_edits = st.lists(st.tuples(st.integers(0, 4000), tokens), max_size=4)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(edits, token_edits))
+def test_any_mutation_of_any_input_is_read_or_refused_cleanly(tmp_path, reader, data):
+    path = tmp_path / reader.replace(".", "_fuzz.") if "." in reader else tmp_path / f"{reader}.yaml"
+    path.write_bytes(_mutate(SEEDS[reader], data))
+    c = card(tmp_path, name="base.yaml")
+    res = run(*READERS[reader](path, c), seconds=10)
+    assert res.exit_code in (0, 1), (reader, res.output)
+    assert "nan" not in res.output.lower().split() and "inf" not in res.output.lower().split()
+
+
+def test_a_setting_the_chip_cannot_run_is_blamed_on_the_card(tmp_path):
+    text = KV2X.replace("phase: decode, batch: 1, context: 131072}",
+                        "phase: decode, batch: 1, context: 131072, precision: {compute: fp8}}")
+    c = card(tmp_path, text)
+    res = run("validate", c)
+    assert res.exit_code == 1 and f"{c}:" in res.stderr and "$.claim.setting.precision.compute" in res.stderr
+    assert "<workloads>" not in res.stderr

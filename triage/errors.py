@@ -42,7 +42,7 @@ class Problem:
         """One line: FILE:LINE:COL $.path: message, every part escaped and the name and path cut to length."""
         name = escape(self.file, LIMITS.name_chars)
         where = f"{name}:{self.line}:{self.col}" if self.line else name
-        message = escape(self.message)
+        message = escape(self.message, 4 * LIMITS.name_chars)
         path = escape(self.path, LIMITS.name_chars)
         return f"{where} {path}: {message}" if self.path else f"{where}: {message}"
 

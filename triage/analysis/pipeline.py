@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
 from ..inputs.stack import stack
@@ -32,6 +34,17 @@ def load_matrix(source: Source, cat: catalog.Catalog,
     return matrix.build(resolved), resolved.catalog
 
 
+def _check_physical(g: layers.Gaps) -> None:
+    """Inputs are bounded, so every time, byte and FLOP count is finite and >= 0; anything else is a bug in
+    triage (exit 3), never a 'nan' or 'inf' printed in a memo."""
+    for side in (g.base, g.claim):
+        for name, a in (("time", side.time_theoretical), ("time", side.time_implementation),
+                        ("time", side.time_end_to_end), ("bytes", side.cost.total_bytes),
+                        ("FLOPs", side.cost.total_flops), ("memory", side.memory_bytes)):
+            if not (np.isfinite(a).all() and (a >= 0).all()):
+                raise RuntimeError(f"internal inconsistency: a non-finite or negative {name} was computed")
+
+
 def evaluate(card: Card | list[Card], source: Source = None, model: str | None = None,
              analyse: bool = True) -> Evaluation:
     """Evaluate a claim card (or a list of cards, stacked) over a workload matrix (default: the shipped one).
@@ -45,6 +58,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     m, resolved = load_matrix(source, cat, model)                   # build
     models = resolved.models
     g = layers.compute(m, claim, models)                            # price
+    _check_physical(g)
     v = verdicts.decide(m, claim, g)                                # judge
     d = decision.decide(m, claim, g, v)
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)

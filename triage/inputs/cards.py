@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..defaults import LIMITS
+from ..defaults import LIMITS, PAPER_HARDWARE
 from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
@@ -33,6 +33,11 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
         if name is not None and name not in table:
             problems.append(doc.problem(("claim", "setting", key),
                                         f"unknown {key} {name!r}{did_you_mean(name, table)}"))
+    compute = setting.get("precision", {}).get("compute") if isinstance(setting.get("precision"), dict) else None
+    hw = cat.hardware.get(setting.get("hardware", PAPER_HARDWARE))
+    if compute is not None and hw is not None and not hw.has_peak(compute):
+        problems.append(doc.problem(("claim", "setting", "precision", "compute"), (
+            f"hardware {hw.key!r} has no dense {compute} peak; it lists {', '.join(hw.compute_flops_per_s)}")))
     change = data.get("change", {})
     named = [(("change", "distill_to"), change.get("distill_to")),
              (("change", "speculative", "draft_model"), change.get("speculative", {}).get("draft_model"))]

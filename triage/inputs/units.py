@@ -104,6 +104,8 @@ def parse(value: object, kind: str, allow_zero: bool = False) -> float:
 
 
 def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int, spec: str = "f") -> str:
+    if not math.isfinite(value):
+        return "—"
     for factor, prefix in steps:
         if abs(value) >= factor:
             return f"{value / factor:.{digits}{spec}} {prefix}{unit}"
@@ -142,7 +144,9 @@ def fmt_flops(f: float) -> str:
 
 
 def fmt_time(s: float, digits: int = 2) -> str:
-    """Seconds as 's', 'ms' or 'µs' with the unit."""
+    """Seconds as 's', 'ms' or 'µs' with the unit ('—' when undefined)."""
+    if not math.isfinite(s):
+        return "—"
     if s == 0:
         return "0 s"
     if abs(s) >= 1.0:
@@ -153,10 +157,10 @@ def fmt_time(s: float, digits: int = 2) -> str:
 
 
 def fmt_ratio(x: float | None, digits: int = 3) -> str:
-    """A speedup: '1.071×'; None as an em dash."""
-    return "—" if x is None else f"{x:.{digits}f}×"
+    """A speedup: '1.071×'; None or a non-finite value as an em dash."""
+    return "—" if x is None or not math.isfinite(x) else f"{x:.{digits}f}×"
 
 
 def fmt_percent(x: float | None, digits: int = 1) -> str:
-    """A fraction as '7.0 %'."""
-    return "—" if x is None else f"{x * 100:.{digits}f} %"
+    """A fraction as '7.0 %'; None or a non-finite value as an em dash."""
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
