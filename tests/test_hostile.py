@@ -129,6 +129,18 @@ def test_no_cache_folder_at_all_still_runs(tmp_path):
     assert _fresh_run(tmp_path, blocker) == 0
 
 
+def test_a_full_disk_under_the_cache_does_not_stop_a_run_to_stdout(tmp_path):
+    import resource
+
+    def small_files():                      # every file write past 4 kB fails (EFBIG), as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run([sys.executable, "-m", "triage", "run", str(card(tmp_path))], capture_output=True,
+                          text=True, timeout=60, preexec_fn=small_files,
+                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert proc.returncode == 0 and proc.stdout.startswith("<!-- triage decision memo"), proc.stderr
+
+
 # ---- unbounded reads, hangs and memory ---------------------------------------------------------------
 
 def _fifo(tmp_path, name="pipe"):
@@ -249,15 +261,17 @@ def test_negative_zero_bits_are_refused(tmp_path):
 
 def test_a_vllm_result_with_a_huge_integer_is_a_user_error(tmp_path):
     f = tmp_path / "r.json"
-    f.write_text('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "median_tpot_ms": 1'
-                 + "0" * 400 + "}")
+    f.write_text('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "median_tpot_ms": 8, '
+                 '"output_throughput": 1' + "0" * 400 + "}")
     assert run("run", card(tmp_path), "--measured", f).exit_code == 1
 
 
 def test_a_batch_written_as_4_point_0_is_four(tmp_path):
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,context,batch,tpot\nllama-2-7b,a100-80gb,1024,4.0,9 ms\n")
-    assert run("calibrate", f, seconds=5).exit_code == 0
+    out = tmp_path / "calibrated.yaml"
+    assert run("calibrate", f, "-o", out, seconds=5).exit_code == 0
+    assert "batch: 4\n" in out.read_text()
 
 
 def test_fp8_on_one_chip_and_fp16_on_another_draws_its_figures(tmp_path):
@@ -341,8 +355,12 @@ def test_thirty_thousand_problems_print_twenty_lines(tmp_path):
 
 
 def test_a_long_name_is_cut_and_control_characters_are_escaped(tmp_path):
-    res = run("validate", card(tmp_path, KV2X.replace("direction: cache", "direction: \"\\e[31mred\\a\"")))
-    assert res.exit_code == 1 and "\x1b" not in res.stderr and "\x07" not in res.stderr and "\\x1b" in res.stderr
+    name = "m" * 5000 + "\\e[31m"
+    w = tmp_path / "w.yaml"
+    w.write_text(f'workloads:\n  - {{name: w, model: "{name}", context: 1}}\n')
+    res = run("validate", "-w", w)
+    assert res.exit_code == 1 and "unknown model" in res.stderr
+    assert len(res.stderr) < 1000 and "\x1b" not in res.stderr
 
 
 def test_file_contents_never_appear_in_errors(tmp_path):

@@ -137,7 +137,7 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
             measured = units.parse(raw["tpot"], "time")
         except units.UnitError as exc:
             raise UserError([Problem(file, line, 1, "$.tpot", str(exc))]) from None
-    return Row(spec=dict(raw), measured_s=measured,
+    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp}, measured_s=measured,
                flops=np.array([float(cost.flops[k][0]) / float(cost.peak_mult[k]) for k in GROUPS]),
                bytes=np.array([float(cost.bytes[k][0]) for k in GROUPS]),
                peak=float(np.broadcast_to(hw.peak, (1,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (1,))[0]),

@@ -34,7 +34,7 @@ def _number(raw: Any, kind: str | None, where: Problem) -> float | None:
         return None
     try:
         value = units.parse(raw, kind) if kind else float(raw)
-    except (units.UnitError, ValueError, TypeError) as exc:
+    except (units.UnitError, ValueError, TypeError, OverflowError) as exc:
         raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
     if not math.isfinite(value) or value < 0:
         raise UserError([Problem(where.file, where.line, where.col, where.path, f"expected a finite number >= 0, "
