@@ -44,6 +44,12 @@ def card(tmp_path, text=KV2X, name="card.yaml"):
 # ---- data loss and system damage ---------------------------------------------------------------------
 
 def test_dev_null_is_never_replaced_even_with_force(tmp_path):
+    # first on a private copy (root): a regression must not get to destroy the real /dev/null
+    if os.geteuid() == 0:
+        dev = tmp_path / "null"
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        assert run("run", card(tmp_path), "-o", dev, "--force").exit_code == 1
+        assert stat.S_ISCHR(os.lstat(dev).st_mode), "a device copy was replaced: not trying /dev/null"
     res = run("run", card(tmp_path), "-o", "/dev/null", "--force")
     assert res.exit_code == 1 and "system path" in res.stderr
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
