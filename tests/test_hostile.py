@@ -448,3 +448,38 @@ def test_a_setting_the_chip_cannot_run_is_blamed_on_the_card(tmp_path):
     res = run("validate", c)
     assert res.exit_code == 1 and f"{c}:" in res.stderr and "$.claim.setting.precision.compute" in res.stderr
     assert "<workloads>" not in res.stderr
+
+
+def test_the_same_card_stacked_twice_is_refused(tmp_path):
+    c = card(tmp_path)
+    s = card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [{c.name}, ./{c.name}]\n", "s.yaml")
+    res = run("validate", s)
+    assert res.exit_code == 1 and "stacked twice" in res.stderr
+
+
+@pytest.mark.parametrize("case", ["dev-zero-stack", "grid", "calibrate-600-rows"])
+def test_hostile_inputs_under_a_memory_cap(tmp_path, case):
+    """In a process limited to 3 GiB of address space: refused (or, for calibration, done) without running out."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    c = card(tmp_path)
+    if case == "dev-zero-stack":
+        args = ["validate", str(card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [/dev/zero, {c}]\n", "s.yaml"))]
+        expected = 1
+    elif case == "grid":
+        grid = tmp_path / "grid.yaml"
+        grid.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\ngrid:\n"
+                        f"  context: {list(range(1, 3001))}\n  batch: {list(range(1, 3001))}\n")
+        args, expected = ["run", str(c), "-w", str(grid)], 1
+    else:
+        f = tmp_path / "m.csv"
+        f.write_text("model,hardware,context,batch,tpot\n" + "".join(
+            f"llama-2-7b,a100-80gb,{1024 + i},1,8 ms\n" for i in range(600)))
+        args, expected = ["calibrate", str(f), "--format", "json"], 0
+    proc = subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, timeout=300,
+                          preexec_fn=cap, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert proc.returncode == expected, proc.stderr[-500:]
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr

@@ -37,12 +37,12 @@ def error(message: str) -> None:
 def info(message: str) -> None:
     """A progress line on stderr, unless --quiet."""
     if not click.get_current_context().find_root().params.get("quiet"):
-        click.echo(message, err=True)
+        click.echo(escape(message), err=True)
 
 
 def verbose(message: str) -> None:
     if click.get_current_context().find_root().params.get("verbose"):
-        click.echo(message, err=True)
+        click.echo(escape(message), err=True)
 
 
 def output_format(fmt: str | None, output: Path | None) -> str:
