@@ -467,7 +467,8 @@ def test_hostile_inputs_under_a_memory_cap(tmp_path, case):
 
     c = card(tmp_path)
     if case == "dev-zero-stack":
-        args = ["validate", str(card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [/dev/zero, {c}]\n", "s.yaml"))]
+        s = card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [/dev/zero, {c}]\n", "s.yaml")
+        args = ["validate", str(s)]
         expected = 1
     elif case == "grid":
         grid = tmp_path / "grid.yaml"
