@@ -13,19 +13,20 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def escape(text: str, limit: int | None = None) -> str:
     """Text safe for one terminal line: control characters as \\xNN, lone surrogates replaced, cut to
     ``limit`` characters with '…' (names and quoted values in errors: LIMITS.name_chars)."""
-    text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogates(text) else text
+    text = text if valid_text(text) else text.encode("utf-8", "replace").decode("utf-8")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
 
 
-def _has_surrogates(text: str) -> bool:
+def valid_text(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate, so it can be written as UTF-8)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return True
-    return False
+        return False
+    return True
 
 
 @dataclass(frozen=True, order=True)

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ..defaults import LIMITS
-from ..errors import Problem, UserError
+from ..errors import Problem, UserError, valid_text
 from .files import read_text
 
 MAX_BYTES = LIMITS.file_bytes
@@ -176,19 +176,11 @@ def _positions(node: yaml.Node, path: Path_, doc: Document) -> None:
 MAX_INTEGER = 10**18
 
 
-def _valid_text(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]) -> None:
     """Refuse non-text keys, non-finite or absurd numbers and invalid Unicode anywhere in the document."""
     if isinstance(data, dict):
         for k, v in data.items():
-            if not isinstance(k, str) or not _valid_text(k):
+            if not isinstance(k, str) or not valid_text(k):
                 problems.append(doc.problem(path, "a key must be valid text"))
                 continue
             _check_values(v, path + (k,), doc, problems)
@@ -201,7 +193,7 @@ def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]
         problems.append(doc.problem(path, f"expected a finite number, got {data}"))
     elif isinstance(data, int) and abs(data) > MAX_INTEGER:
         problems.append(doc.problem(path, "integer too large (more than 1e18)"))
-    elif isinstance(data, str) and not _valid_text(data):
+    elif isinstance(data, str) and not valid_text(data):
         problems.append(doc.problem(path, "text with a lone surrogate is not valid Unicode"))
 
 
