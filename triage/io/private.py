@@ -1,5 +1,6 @@
 """The user's private triage folder ($XDG_CACHE_HOME/triage, else ~/.cache/triage): used only when it is
-provably the user's own — a real folder (no symlink), owned by the user, mode 0700 — else not at all."""
+provably the user's own — a real folder (no symlink), owned by the user, mode 0700 (a folder of the user's that
+others could enter is closed first) — else not at all."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ def private_folder(name: str) -> Path | None:
         for path in (base, folder):
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = os.lstat(path)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
                 return None
+            if st.st_mode & 0o077:                # ours but open to others (an older triage made it): close it
+                os.chmod(path, 0o700)
+                if os.lstat(path).st_mode & 0o077:
+                    return None
     except (OSError, RuntimeError):          # RuntimeError: no home directory
         return None
     return folder
