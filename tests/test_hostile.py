@@ -484,3 +484,11 @@ def test_hostile_inputs_under_a_memory_cap(tmp_path, case):
                           preexec_fn=cap, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert proc.returncode == expected, proc.stderr[-500:]
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
+
+
+def test_an_slo_without_its_unit_is_refused_with_a_hint(tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text("defaults: {slo: {tpot: 50}}\nworkloads: [{name: w, context: 4096}]\n")
+    res = run("validate", "-w", w)
+    assert res.exit_code == 1
+    assert f"{w}:1:24 $.defaults.slo.tpot: a time needs its unit: 50 → '50 ms'?" in res.stderr

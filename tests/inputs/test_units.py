@@ -2,6 +2,8 @@
 
 import math
 
+import re
+
 import pytest
 
 from triage.inputs import units
@@ -24,9 +26,17 @@ def test_parse_exact(text, kind, expected):
     assert units.parse(text, kind) == pytest.approx(expected, rel=1e-15)
 
 
-def test_bare_numbers_are_base_units():
+def test_bare_numbers_are_base_units_except_times():
     assert units.parse(2039000000000, "bandwidth") == 2.039e12
-    assert units.parse(0.05, "time") == 0.05
+    assert units.parse(0, "time", allow_zero=True) == 0.0            # zero reads the same in any unit
+    assert units.parse(0.05, "time", bare_seconds=True) == 0.05      # a format that documents seconds
+
+
+@pytest.mark.parametrize("value,hint", [(50, "50 → '50 ms'?"), ("50", "50 → '50 ms'?"),
+                                        (0.05, "0.05 → '0.05 s' or '50 ms'?")])
+def test_a_time_is_never_read_from_a_bare_number(value, hint):
+    with pytest.raises(units.UnitError, match=re.escape(hint)):
+        units.parse(value, "time")
 
 
 def test_binary_gib_differs_from_decimal_gb_by_7_percent():

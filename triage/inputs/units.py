@@ -65,21 +65,33 @@ MINIMA = {"bytes": (1.0, "1 B"), "bandwidth": (1e9, "1 GB/s"), "compute": (1e9, 
           "flops": (1.0, "1 FLOP"), "time": (1e-9, "1 ns")}
 
 
-def parse(value: object, kind: str, allow_zero: bool = False) -> float:
+def _bare_time(number: float) -> str:
+    """The error for a time written without its unit, with the likely reading."""
+    guess = f"'{number:g} ms'" if number >= 1 else f"'{number:g} s' or '{number * 1e3:g} ms'"
+    return f"a time needs its unit: {number:g} → {guess}?"
+
+
+def parse(value: object, kind: str, allow_zero: bool = False, bare_seconds: bool = False) -> float:
     """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units.
 
-    Refuses negatives, zero (unless ``allow_zero``), non-finite and absurdly large values.
+    A time is never read from a bare number (is 50 seconds or milliseconds?) unless it is 0 or the caller's
+    format documents seconds (``bare_seconds``). Refuses negatives, zero (unless ``allow_zero``), non-finite,
+    implausibly small and absurdly large values.
     """
     noun = NOUNS[kind]
     if isinstance(value, bool):
         raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got a boolean")
     if isinstance(value, (int, float)):
         number = float(value)
+        if kind == "time" and number != 0 and not bare_seconds and math.isfinite(number):
+            raise UnitError(_bare_time(number))
     elif isinstance(value, str):
         match = _QUANTITY.match(value)
         if not match:
             raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got {value!r}")
         text, unit = match.groups()
+        if kind == "time" and not unit and float(text) != 0 and not bare_seconds:
+            raise UnitError(_bare_time(float(text)))
         factors = UNITS[kind]
         if unit not in factors:
             other = next((k for k, table in UNITS.items() if unit and unit in table), None)
