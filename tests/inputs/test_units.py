@@ -1,7 +1,6 @@
 """Units: decimal and binary prefixes are exact and never confused."""
 
 import math
-
 import re
 
 import pytest
