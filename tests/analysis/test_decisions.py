@@ -13,7 +13,7 @@ from triage.errors import UserError
 from triage.inputs import cards
 from triage.report.result import with_measurements
 
-from conftest import CLAIMS, COURSE, ROOT, cell, load_workloads
+from conftest import CLAIMS, COURSE, ROOT, cell, course_matrix, load_workloads
 
 EXAMPLES = ROOT / "examples"
 
@@ -61,7 +61,38 @@ def test_cli_needs_stack_for_several_cards(runner):
 
 # ---- compare ----
 
-@pytest.mark.parametrize("mix,first", [("mix-chat.yaml", "int8-weights"), ("mix-longdoc.yaml", "gqa-int8-kv")])
+def _fleet(cells):
+    """Σ share·t(baseline) ÷ Σ share·t(claim) over the cells both sides serve, from the JSON alone."""
+    both = [c for c in cells if c["baseline"]["time_per_request_s"] is not None
+            and c["claim"]["time_per_request_s"] is not None]
+    return (sum(c["share"] * c["baseline"]["time_per_request_s"] for c in both)
+            / sum(c["share"] * c["claim"]["time_per_request_s"] for c in both))
+
+
+def test_the_fleet_gain_is_gpu_time_over_gpu_time_not_a_mean_of_ratios():
+    # int8 KV on the course's A (70 % of requests) and B (30 %), 256 output tokens each, by hand from the course
+    # TPOTs at 2 TB/s: A 8.074004 → 7.537004 ms, B 41.360001 → 24.180000 ms
+    #   (0.7·8.074004 + 0.3·41.360001) / (0.7·7.537004 + 0.3·24.180000) = 1.441336
+    # (the arithmetic mean of the two speedups, 0.7·1.0712 + 0.3·1.7105 = 1.263, answers no question)
+    m = course_matrix(workloads=[{"name": "A", "phase": "decode", "context": 4096, "batch": 1, "share": 0.7},
+                                 {"name": "B", "phase": "decode", "context": 131072, "batch": 1, "share": 0.3}])
+    d = triage.evaluate(CLAIMS / "int8-kv.yaml", m).to_dict()
+    assert d["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(1.441336, rel=1e-6)
+    assert d["decision"]["share_is"] == "fraction of requests"
+    a = next(c for c in d["cells"] if c["workload"] == "A")
+    assert a["baseline"]["time_per_request_s"] == pytest.approx(256 * 8.074003968e-3, rel=1e-9)
+
+
+@pytest.mark.parametrize("card", ["kv2x.yaml", "int8-weights.yaml", "eagle.yaml", "pagedattention-vllm.yaml",
+                                  "course-continuous-batching.yaml", "course-tp2.yaml"])
+@pytest.mark.parametrize("workloads", [None, "mix-chat.yaml", "mix-longdoc.yaml", "course.yaml"])
+def test_the_fleet_gain_recomputes_from_its_own_cells(card, workloads):
+    d = triage.evaluate(CLAIMS / card, EXAMPLES / workloads if workloads else None, analyse=False).to_dict()
+    gain = d["decision"]["weighted_speedup"]["end_to_end"]
+    assert gain == pytest.approx(_fleet(d["cells"]), rel=1e-12)
+
+
+@pytest.mark.parametrize("mix,first", [("mix-chat.yaml", "gqa-int8-kv"), ("mix-longdoc.yaml", "gqa-int8-kv")])
 def test_compare_reproduces_the_course_choice(runner, mix, first):
     res = runner.invoke(main, ["compare", str(CLAIMS / "kv2x.yaml"), str(CLAIMS / "gqa-int8-kv.yaml"),
                                str(CLAIMS / "int8-weights.yaml"), "-w", str(EXAMPLES / mix), "-f", "json"])
@@ -70,6 +101,12 @@ def test_compare_reproduces_the_course_choice(runner, mix, first):
     assert doc["recommendation"]["first"] == first
     gains = [o["weighted_speedup"] for o in doc["overall"]]
     assert gains == sorted(gains, reverse=True)
+    # ranked by the fleet gain each claim's own cells give (mix-chat: 90 % of requests are 4k chats, but a 128k
+    # request costs ~5x the GPU-time, so the long documents are ~35 % of the fleet's GPU-time and GQA + int8 KV
+    # saves more of it than int8 weights do)
+    for o in doc["overall"]:
+        own = triage.evaluate(CLAIMS / f"{o['claim']}.yaml", EXAMPLES / mix, analyse=False).to_dict()["cells"]
+        assert o["weighted_speedup"] == pytest.approx(_fleet(own), rel=1e-12)
     chat = next(c for c in doc["cells"] if c["workload"] == "chat-4k")
     assert chat["best"] == "int8-weights"            # the course: workload A quantizes weights first
     doc_cell = next(c for c in doc["cells"] if c["workload"] == "docqa-128k")

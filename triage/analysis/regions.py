@@ -165,7 +165,7 @@ def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
 
 
 def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Sensitivity, ...]:
-    """The share-weighted end-to-end gain and decision as the card's uncertain inputs move."""
+    """The fleet gain (end-to-end) and decision as the card's uncertain inputs move."""
     rows = []
     for name, value, variant in _variants(claim):
         g = layers.compute(m, variant, models)

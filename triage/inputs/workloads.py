@@ -47,6 +47,7 @@ class Settings:
     attention: str
     tp: int
     batch_utilization: float
+    output_tokens: int                # a decode request's steps; a prefill request is one prompt
     long_context: bool | None
     share: float | None
 
@@ -125,6 +126,7 @@ def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
         attention=merged["attention"],
         tp=merged["tp"],
         batch_utilization=merged["batch_utilization"],
+        output_tokens=merged["output_tokens"],
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )
@@ -209,6 +211,10 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
             problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
                                                           f"(here or under defaults:)"))
         _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
+        if "output_tokens" in layer and merged.get("phase", "decode") == "prefill":
+            problems.append(doc.problem(("workloads", i, "output_tokens"), (
+                "a prefill workload's request is its prompt: output_tokens does not apply (give it to a decode "
+                "workload)")))
         blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""))), ("workloads", i)))
     names = [b.settings.name for b, _ in blocks]
     for name in {n for n in names if names.count(n) > 1}:

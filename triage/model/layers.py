@@ -67,6 +67,13 @@ class Gaps:
     e2e_baseline_batch: np.ndarray   # the batch the end-to-end baseline runs at
     capacity: np.ndarray
     slo: np.ndarray                  # TPOT (decode) or TTFT (prefill) target, NaN if none
+    # GPU-seconds to serve one request (a decode request: output_tokens steps; a prefill request: one prompt),
+    # per GPU of the replica: step time × steps × GPUs ÷ batch. End-to-end at the batch each side runs at
+    # (NaN where that side cannot serve the cell); theoretical at the cell's batch.
+    base_request_s: np.ndarray
+    claim_request_s: np.ndarray
+    base_request_theoretical_s: np.ndarray
+    claim_request_theoretical_s: np.ndarray
 
 
 def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
@@ -249,6 +256,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
 
     # capacity turned into concurrency: the claim fits the batch, the baseline only a smaller one
     e2e_batch = m.batch.copy()
+    base_step = np.array(np.broadcast_to(base.time_end_to_end, m.batch.shape), dtype=float)
     rescue = ~base.fits & new.fits & (base.max_batch >= 1)
     if rescue.any():
         idx = np.flatnonzero(rescue)
@@ -259,7 +267,16 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
                     {g: at(v, idx) for g, v in base_beff.items()}, at(overhead, idx)).end_to_end / sub.utilization
         s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
         e2e_batch[idx] = b0
+        base_step[idx] = t0
     e2e_batch[~base.fits & ~rescue] = np.nan
 
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
-    return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo)
+    steps = np.where(m.decode, m.column("output_tokens"), 1.0)
+    gpus_b, gpus_c = base_x.tp, claim_x.tp
+    with np.errstate(invalid="ignore"):
+        base_req = steps * base_step * gpus_b / e2e_batch
+        claim_req = np.where(new.fits, steps * new.time_end_to_end * gpus_c / m.batch, np.nan)
+    return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
+                np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
+                np.broadcast_to(steps * base.time_theoretical * gpus_b / m.batch, m.batch.shape),
+                np.broadcast_to(steps * new.time_theoretical * gpus_c / m.batch, m.batch.shape))

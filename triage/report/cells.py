@@ -21,7 +21,7 @@ from .reasons import reasons
 Columns = dict[str, np.ndarray]
 
 
-def _variant(prefix: str, v: Variant, m: Any, idx: slice) -> Columns:
+def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray) -> Columns:
     def at(a: np.ndarray) -> np.ndarray:
         return np.broadcast_to(np.asarray(a, dtype=float), m.batch.shape)[idx]
 
@@ -43,6 +43,7 @@ def _variant(prefix: str, v: Variant, m: Any, idx: slice) -> Columns:
         f"{prefix}.time_s.end_to_end": at(v.time_end_to_end),
         f"{prefix}.tokens_per_s": tokens_per_s,
         f"{prefix}.compute_bound_fraction": at(v.compute_bound_fraction),
+        f"{prefix}.time_per_request_s": at(request_s),
     }
     return cols
 
@@ -68,8 +69,8 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         "batch": m.batch[idx].astype(np.int64),
         "share": m.share[idx],
         "long_context": m.long_context[idx],
-        **_variant("baseline", base, m, idx),
-        **_variant("claim", claim, m, idx),
+        **_variant("baseline", base, m, idx, g.base_request_s),
+        **_variant("claim", claim, m, idx, g.claim_request_s),
         "bytes_saved_fraction": np.broadcast_to(bytes_saved, m.batch.shape)[idx],
         **{f"time_saved_fraction.{k}": v for k, v in saved.items()},
         "speedup.claimed": claimed,

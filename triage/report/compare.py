@@ -3,7 +3,7 @@
 The course's Monday-morning question is which to do first, and its answer
 depends on the traffic mix: per workload the claims are ranked by their
 end-to-end gain (the bound where end-to-end is undefined); overall by the
-share-weighted gain, beside the reproduction cost and the gain per 1000
+fleet gain (GPU-time over GPU-time for the same requests), beside the reproduction cost and the gain per 1000
 GPU-hours.
 """
 
@@ -66,8 +66,8 @@ def _reason(overall: list[dict[str, Any]]) -> str:
     best = overall[0]
     if best["weighted_speedup"] <= 1.0:
         return "no claim speeds up this traffic mix"
-    text = (f"{best['claim']} has the highest share-weighted gain ({best['weighted_speedup']:.3f}x) and wins "
-            f"{best['traffic_won'] * 100:.0f} % of the traffic")
+    text = (f"{best['claim']} has the highest fleet gain ({best['weighted_speedup']:.3f}x) and wins "
+            f"{best['traffic_won'] * 100:.0f} % of the requests")
     if len(overall) > 1:
         nxt = overall[1]
         text += f"; next {nxt['claim']} at {nxt['weighted_speedup']:.3f}x"

@@ -95,10 +95,14 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
 
 def decision_reasons(d: Decision, claim: Claim) -> list[str]:
     """Why the decision is what it is: the traffic each verdict carries, the rule, the reproduction cost."""
-    why = [f"{label} on {fmt_percent(share)} of the traffic" for label, share in d.shares.items() if share > 0]
-    why.append("GO needs GO cells on at least half the traffic, CONDITIONAL needs GO and CONDITIONAL together")
+    why = [f"{label} on {fmt_percent(share)} of the requests" for label, share in d.shares.items() if share > 0]
+    why.append("GO needs GO cells on at least half the requests, CONDITIONAL needs GO and CONDITIONAL together")
+    if d.share_only_claim_serves > 0:
+        why.append(f"{fmt_percent(d.share_only_claim_serves)} of the requests only the claim can serve")
+    if d.share_claim_cannot_serve > 0:
+        why.append(f"{fmt_percent(d.share_claim_cannot_serve)} of the requests the claim cannot serve at their batch")
     hours = claim.gpu_hours
     if hours is not None and d.weighted_end_to_end is not None:
-        why.append(f"reproduction costs {hours:,.0f} GPU-hours for a share-weighted end-to-end gain of "
-                   f"{fmt_ratio(d.weighted_end_to_end)}")
+        why.append(f"reproduction costs {hours:,.0f} GPU-hours for a fleet gain of "
+                   f"{fmt_ratio(d.weighted_end_to_end)} (GPU-time for the same requests)")
     return why

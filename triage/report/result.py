@@ -61,8 +61,15 @@ class Result:
     def decision(self) -> dict[str, Any]:
         """The decision as the JSON contract describes it."""
         d = self.evaluation.decision
-        return {"verdict": d.verdict, "shares": d.shares,
+        saved = (None if d.gpu_seconds_per_request_baseline is None or d.gpu_seconds_per_request_claim is None
+                 else (d.gpu_seconds_per_request_baseline - d.gpu_seconds_per_request_claim) * 1e6 / 3600.0)
+        return {"verdict": d.verdict, "shares": d.shares, "share_is": "fraction of requests",
                 "weighted_speedup": {"theoretical": d.weighted_theoretical, "end_to_end": d.weighted_end_to_end},
+                "gpu_seconds_per_request": {"baseline": d.gpu_seconds_per_request_baseline,
+                                            "claim": d.gpu_seconds_per_request_claim},
+                "gpu_hours_saved_per_million_requests": saved,
+                "share_only_claim_serves": d.share_only_claim_serves,
+                "share_claim_cannot_serve": d.share_claim_cannot_serve,
                 "reproduction_gpu_hours": d.reproduction_gpu_hours,
                 "reasons": decision_reasons(d, self.claim)}
 
