@@ -70,7 +70,7 @@ def test_slo_missed_is_conditional_and_min_gain_is_a_knob():
                                     "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "reserve": 0, "overhead": 0})
     c = cell(triage.evaluate(card({"kv_bytes": 0.5}, **base), tight), "B")
     assert c["verdict"] == "CONDITIONAL"
-    assert c["reasons"][-1] == "TPOT 24.18 ms with the claim misses the 10.00 ms SLO"
+    assert c["reasons"][-1] == "TPOT 24.18 ms (predicted) with the claim misses the 10.00 ms SLO"
     strict = course_matrix(defaults={"model": "course-7b", "hardware": "course-gpu", "min_gain": 2.0})
     assert cell(triage.evaluate(card({"kv_bytes": 0.5}, **base), strict), "B")["verdict"] == "NO-GO"
 

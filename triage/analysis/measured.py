@@ -116,11 +116,22 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
         found.setdefault((row["workload"], hws[cells[0]]), {"cell": int(cells[0])})[row["variant"]] = row
     comparisons = []
     e2e = g.speedup_end_to_end.copy()
+    n = len(m)
+    quality_ratio, claim_s = np.full(n, np.nan), np.full(n, np.nan)
+    base_req, claim_req = np.array(g.base_request_s, dtype=float), np.array(g.claim_request_s, dtype=float)
+    steps = np.broadcast_to(np.where(m.decode, m.column("output_tokens"), 1.0), (n,))
+    gpus_b = np.broadcast_to(g.base.inputs.tp, (n,))
+    gpus_c = np.broadcast_to(g.claim.inputs.tp, (n,))
     for (name, hw), entry in sorted(found.items()):
         i = entry["cell"]
         metric = "tpot" if m.decode[i] else "ttft"
         base, claim = entry.get("baseline", {}), entry.get("claim", {})
         measured = None
+        if base.get(metric):
+            base_req[i] = steps[i] * base[metric] * gpus_b[i] / m.batch[i]
+        if claim.get(metric):
+            claim_s[i] = claim[metric]
+            claim_req[i] = steps[i] * claim[metric] * gpus_c[i] / m.batch[i]
         if base.get(metric) and claim.get(metric):
             measured = base[metric] / claim[metric]
             e2e[i] = measured
@@ -131,15 +142,17 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
             lost = ("implementation (kernels below the bound)" if kernel_loss >= system_loss
                     else "end-to-end (serving overheads, batching, launch)")
         quality = (claim.get("quality") / base["quality"]) if claim.get("quality") and base.get("quality") else None
+        if quality is not None:
+            quality_ratio[i] = quality
         comparisons.append({"workload": name, "hardware": hw, "metric": metric,
                             "predicted": {"theoretical": theo, "implementation": impl,
-                                          "baseline_s": float(g.base.time_implementation[i]),
-                                          "claim_s": float(g.claim.time_implementation[i])},
+                                          "baseline_s": float(g.base.time_end_to_end[i]),
+                                          "claim_s": float(g.claim.time_end_to_end[i])},
                             "measured": {"baseline_s": base.get(metric), "claim_s": claim.get(metric),
                                          "speedup": measured, "quality_ratio": quality},
                             "lost_in": lost})
-    new_gaps = replace(g, speedup_end_to_end=e2e)
-    new_verdicts = verdicts.decide(m, result.claim, new_gaps)
+    new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req)
+    new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s)
     return replace(result, gaps=new_gaps, verdicts=new_verdicts,
                    decision=decision.decide(m, result.claim, new_gaps, new_verdicts),
                    measured={"source": str(path), "workloads": comparisons})

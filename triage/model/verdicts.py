@@ -30,10 +30,16 @@ class Verdicts:
     quality_untested: bool
     long_untested: np.ndarray
     slo_missed: np.ndarray
+    measured_quality: np.ndarray        # quality retained as measured (claim ÷ baseline), NaN where not measured
+    measured_claim_s: np.ndarray        # the claim's TPOT/TTFT as measured, NaN where not measured
 
 
-def decide(m: Matrix, claim: Claim, g: Gaps) -> Verdicts:
+def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None = None,
+           measured_claim_s: np.ndarray | None = None) -> Verdicts:
     """GO, CONDITIONAL, NO-GO or DOES-NOT-FIT for every cell, first matching rule wins.
+
+    A measured quality replaces the card's for the gate on its cells, a measured time the predicted one
+    for the SLO.
 
     DOES-NOT-FIT  the claim does not fit memory at the cell's batch;
     NO-GO         quality below the gate, or the bound (theoretical gain) below
@@ -47,7 +53,13 @@ def decide(m: Matrix, claim: Claim, g: Gaps) -> Verdicts:
     gate = np.broadcast_to(m.column("quality_gate"), shape)
     enables = ~g.base.fits & g.claim.fits
     retained = claim.quality_retained
-    quality_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
+    nan = np.full(len(m), np.nan)
+    mq = nan if measured_quality is None else measured_quality
+    mt = nan if measured_claim_s is None else measured_claim_s
+    has_mq = np.isfinite(mq)
+    card_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        quality_fail = np.where(has_mq, mq < gate, card_fail)
     theory_low = (g.speedup_theoretical < min_gain) & ~enables
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
@@ -55,14 +67,14 @@ def decide(m: Matrix, claim: Claim, g: Gaps) -> Verdicts:
     e2e_low = (e2e < min_gain) & ~enables
     long_untested = m.long_context & (not claim.long_context_tested)
     with np.errstate(invalid="ignore"):
-        slo_missed = g.claim.time_end_to_end > g.slo      # NaN SLO compares False
+        slo_missed = np.where(np.isfinite(mt), mt, g.claim.time_end_to_end) > g.slo      # NaN SLO compares False
 
     code = np.full(len(m), GO)
-    cond = (retained is None) | long_untested | slo_missed
+    cond = ((retained is None) & ~has_mq) | long_untested | slo_missed
     code = np.where(cond, CONDITIONAL, code)
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
     code = np.where(theory_low | quality_fail, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None, long_untested, slo_missed)
+                    retained is None, long_untested, slo_missed, mq, mt)

@@ -29,6 +29,7 @@ _FIELDS = {
     "quality_fail": lambda m, g, v: v.quality_fail, "theory_low": lambda m, g, v: v.theory_low,
     "kernel_missing": lambda m, g, v: v.kernel_missing, "e2e_low": lambda m, g, v: v.e2e_low,
     "long_untested": lambda m, g, v: v.long_untested, "slo_missed": lambda m, g, v: v.slo_missed,
+    "measured_quality": lambda m, g, v: v.measured_quality, "measured_claim_s": lambda m, g, v: v.measured_claim_s,
 }
 
 
@@ -53,9 +54,14 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
     if not r["claim_fits"]:
         out.append(f"does not fit at batch {batch}: needs {fmt_gib(r['claim_memory'])} of "
                    f"{fmt_gib(r['capacity'])}; the claim fits at most batch {int(r['claim_max_batch'])}")
+    measured_q = r["measured_quality"]
     if r["quality_fail"]:
-        out.append(f"quality retained {fmt_percent(claim.quality_retained)} is below the "
-                   f"{fmt_percent(r['gate'])} gate")
+        if math.isfinite(measured_q):
+            out.append(f"measured quality retained {fmt_percent(measured_q)} (claim ÷ baseline, from the "
+                       f"measurements) is below the {fmt_percent(r['gate'])} gate")
+        else:
+            out.append(f"quality retained {fmt_percent(claim.quality_retained)} is below the "
+                       f"{fmt_percent(r['gate'])} gate")
     untouched = (saved == 0.0 and r["base_flops"] == r["claim_flops"] and r["base_memory"] == r["claim_memory"]
                  and r["base_impl"] == r["claim_impl"])
     if untouched:
@@ -80,7 +86,7 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
     if r["e2e_low"] and not r["theory_low"] and not r["kernel_missing"]:
         out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the "
                    f"{fmt_ratio(mg, 2)} threshold (kernel efficiency and overhead eat the bound)")
-    if quality_untested:
+    if quality_untested and not math.isfinite(measured_q):
         out.append("the card reports no quality retained: the quality gate cannot be checked")
     if r["long_untested"]:
         out.append("long-context workload, but the card reports no long-context evaluation "
@@ -89,7 +95,9 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
     if math.isfinite(slo):
         verb = "misses" if r["slo_missed"] else "meets"
         metric = "TPOT" if r["decode"] else "TTFT"
-        out.append(f"{metric} {fmt_time(r['claim_e2e'])} with the claim {verb} the {fmt_time(slo)} SLO")
+        measured_t = r["measured_claim_s"]
+        t, how = (measured_t, "measured") if math.isfinite(measured_t) else (r["claim_e2e"], "predicted")
+        out.append(f"{metric} {fmt_time(t)} ({how}) with the claim {verb} the {fmt_time(slo)} SLO")
     return out
 
 
