@@ -242,16 +242,21 @@ def test_calibration_rows_are_validated(tmp_path, row, message):
 
 
 def test_a_measured_quality_below_the_gate_is_no_go_and_says_it_was_measured(tmp_path):
-    # claim 0.60 against baseline 0.70: 85.7 % retained, below the 99 % gate; TPOT measured 6.2 ms
+    # docqa-128k is CONDITIONAL on the card's facts (1.72x bound, long context untested); measured: claim 0.60
+    # against baseline 0.70 = 85.7 % retained, below the 99 % gate; TPOT measured 30.1 ms
+    before = cell(triage.evaluate(CLAIMS / "kv2x.yaml"), "docqa-128k", "a100-80gb")
+    assert before["verdict"] == "CONDITIONAL"
     f = tmp_path / "m.csv"
-    f.write_text("workload,variant,hardware,tpot,quality\n"
-                 "chat-4k,baseline,a100-80gb,9.1 ms,0.70\nchat-4k,claim,a100-80gb,6.2 ms,0.60\n")
+    f.write_text("workload,variant,hardware,tpot,quality
+"
+                 "docqa-128k,baseline,a100-80gb,52.0 ms,0.70
+docqa-128k,claim,a100-80gb,30.1 ms,0.60
+")
     r = with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), f)
-    c = cell(r, "chat-4k", "a100-80gb")
+    c = cell(r, "docqa-128k", "a100-80gb")
     assert c["verdict"] == "NO-GO"
     assert any(s.startswith("measured quality retained 85.7 %") for s in c["reasons"])
-    assert any("TPOT 6.20 ms (measured)" in s for s in c["reasons"])
-    assert not any("card reports no quality" in s for s in c["reasons"])
-    other = cell(r, "chat-4k", "h100-sxm")                                   # not measured: the card's facts
-    assert other["verdict"] == "NO-GO" and not any("measured" in s for s in other["reasons"])
-    assert c["claim"]["time_per_request_s"] == pytest.approx(256 * 6.2e-3)
+    assert any("TPOT 30.10 ms (measured)" in s for s in c["reasons"])
+    assert c["claim"]["time_per_request_s"] == pytest.approx(256 * 30.1e-3)
+    other = cell(r, "docqa-128k", "h100-sxm")                                # not measured: the card's facts
+    assert other["verdict"] == "CONDITIONAL" and not any("measured" in s for s in other["reasons"])
