@@ -247,11 +247,8 @@ def test_a_measured_quality_below_the_gate_is_no_go_and_says_it_was_measured(tmp
     before = cell(triage.evaluate(CLAIMS / "kv2x.yaml"), "docqa-128k", "a100-80gb")
     assert before["verdict"] == "CONDITIONAL"
     f = tmp_path / "m.csv"
-    f.write_text("workload,variant,hardware,tpot,quality
-"
-                 "docqa-128k,baseline,a100-80gb,52.0 ms,0.70
-docqa-128k,claim,a100-80gb,30.1 ms,0.60
-")
+    f.write_text("workload,variant,hardware,tpot,quality\n"
+                 "docqa-128k,baseline,a100-80gb,52.0 ms,0.70\ndocqa-128k,claim,a100-80gb,30.1 ms,0.60\n")
     r = with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), f)
     c = cell(r, "docqa-128k", "a100-80gb")
     assert c["verdict"] == "NO-GO"
