@@ -257,3 +257,27 @@ def test_a_measured_quality_below_the_gate_is_no_go_and_says_it_was_measured(tmp
     assert c["claim"]["time_per_request_s"] == pytest.approx(256 * 30.1e-3)
     other = cell(r, "docqa-128k", "h100-sxm")                                # not measured: the card's facts
     assert other["verdict"] == "CONDITIONAL" and not any("measured" in s for s in other["reasons"])
+
+
+def test_a_gain_outside_the_step_is_judged_end_to_end():
+    # continuous batching on a fleet whose static batching keeps 60 % of slots useful: the step is unchanged
+    # (bound 1.000x) and the gain is 1 / 0.6 = 1.667x end to end, by hand
+    w = {"defaults": {"batch_utilization": 0.6}, "workloads": [{"name": "chat-b32", "context": 4096, "batch": 32}]}
+    r = triage.evaluate(CLAIMS / "course-continuous-batching.yaml", w).to_dict()
+    for c in r["cells"]:
+        assert c["speedup"]["theoretical"] == 1.0
+        assert c["speedup"]["end_to_end"] == pytest.approx(1 / 0.6)
+        assert c["verdict"] in ("GO", "CONDITIONAL")
+        assert any("outside the step" in s and "1.667×" in s for s in c["reasons"])
+    assert r["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(1 / 0.6)
+
+
+def test_the_paper_check_prices_batch_utilization():
+    card = {"id": "cb", "title": "cb", "direction": "system", "change": {"batching": {"utilization": 1.0}},
+            "claim": {"speedup": 1.6, "metric": "throughput",
+                      "setting": {"model": "llama-2-7b", "hardware": "a100-80gb", "batch": 32, "context": 2048,
+                                  "batch_utilization": 0.6}}}
+    check = triage.evaluate(card).to_dict()["paper_check"]
+    assert check["bound"] == pytest.approx(1 / 0.6)
+    assert check["exceeds_bound"] is False
+    assert check["setting"]["batch_utilization"] == 0.6

@@ -24,8 +24,12 @@ from ..inputs import workloads
 from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim
 from ..inputs.hfconfig import is_config_path
+from ..inputs.registry import outside_the_step
 from ..model import layers, matrix
 from ..model.roofline import step_cost, step_time
+
+# setting keys the check prices (beside model, hardware, phase, batch, context)
+PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision")
 
 
 def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float) -> list[str]:
@@ -83,20 +87,25 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     assumed += more
     # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                "overhead": 0, "reserve": 0,
-                **{k: setting[k] for k in ("attention", "memory_waste", "tp", "batch_utilization", "precision")
-                   if k in setting}}
+                "overhead": 0, "reserve": 0, **{k: setting[k] for k in PRICED if k in setting}}
     resolved = workloads.load({"defaults": defaults, "workloads": cells}, catalog)
     grid = matrix.build(resolved)
     g = layers.compute(grid, claim, resolved.catalog.models)
-    ratios = g.base.memory_bytes / g.claim.memory_bytes if metric == "memory" else g.speedup_theoretical
+    if metric == "memory":
+        ratios = g.base.memory_bytes / g.claim.memory_bytes
+    elif outside_the_step(claim.change):
+        # batch slots or capacity: at full efficiency and no overhead the end-to-end layer is the bound
+        ratios = np.fmax(g.speedup_theoretical, g.speedup_end_to_end)
+    else:
+        ratios = g.speedup_theoretical
     best = int(np.nanargmax(ratios))
     bound = float(ratios[best])
     capacity_bound = _capacity_bound(g, grid, best) if metric == "throughput" else None
     out: dict[str, Any] = {
         "reported": reported, "bound": bound, "exceeds_bound": bool(reported > bound * TOLERANCE),
         "tolerance": TOLERANCE,
-        "metric": metric, "setting": {"model": setting.get("model"), "hardware": hardware, "phase": phase,
+        "metric": metric, "setting": {**{k: setting[k] for k in PRICED if k in setting},
+                                      "model": setting.get("model"), "hardware": hardware, "phase": phase,
                                       "batch": int(grid.batch[best]), "context": int(grid.context[best])},
         "baseline_fits": bool(g.base.fits[best]), "capacity_bound": capacity_bound, "assumed": assumed,
         "likely_sources": [], "note": "",

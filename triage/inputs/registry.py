@@ -43,3 +43,13 @@ def changes_format(change: dict[str, object]) -> bool:
     """Whether any mechanism changes a storage format (so a missing kernel matters)."""
     table = registry()
     return any(table[key].reverts for key in change)
+
+
+OUTSIDE_THE_STEP = ("utilization", "capacity")
+
+
+def outside_the_step(change: dict[str, object]) -> bool:
+    """Whether part of the change's gain lies outside one step (batch slots, memory capacity): the end-to-end
+    layer, not the step's bound, then decides."""
+    table = registry()
+    return any(table[key].carries in OUTSIDE_THE_STEP for key in change)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..inputs.claim import Claim
-from ..inputs.registry import changes_format
+from ..inputs.registry import changes_format, outside_the_step
 from .layers import Gaps
 from .matrix import Matrix
 
@@ -43,7 +43,9 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
 
     DOES-NOT-FIT  the claim does not fit memory at the cell's batch;
     NO-GO         quality below the gate, or the bound (theoretical gain) below
-                  min_gain, or the end-to-end gain below it with a kernel present;
+                  min_gain for a change inside the step, or the end-to-end gain
+                  below it with a kernel present (the only test for a change
+                  outside the step: batch slots, capacity);
     CONDITIONAL   the gain needs a kernel that reads the new format, or quality
                   is unreported / untested on long context, or the SLO is still missed;
     GO            otherwise.
@@ -60,7 +62,9 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     card_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
     with np.errstate(invalid="ignore"):
         quality_fail = np.where(has_mq, mq < gate, card_fail)
-    theory_low = (g.speedup_theoretical < min_gain) & ~enables
+    # the bound judges what the step itself can gain; a gain outside the step (batch slots, capacity) is the
+    # end-to-end layer's to judge
+    theory_low = (g.speedup_theoretical < min_gain) & ~enables & (not outside_the_step(claim.change))
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)

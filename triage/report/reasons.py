@@ -30,6 +30,7 @@ _FIELDS = {
     "kernel_missing": lambda m, g, v: v.kernel_missing, "e2e_low": lambda m, g, v: v.e2e_low,
     "long_untested": lambda m, g, v: v.long_untested, "slo_missed": lambda m, g, v: v.slo_missed,
     "measured_quality": lambda m, g, v: v.measured_quality, "measured_claim_s": lambda m, g, v: v.measured_claim_s,
+    "base_util": lambda m, g, v: g.base.inputs.utilization, "claim_util": lambda m, g, v: g.claim.inputs.utilization,
 }
 
 
@@ -64,7 +65,11 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
                        f"{fmt_percent(r['gate'])} gate")
     untouched = (saved == 0.0 and r["base_flops"] == r["claim_flops"] and r["base_memory"] == r["claim_memory"]
                  and r["base_impl"] == r["claim_impl"])
-    if untouched:
+    if r["base_util"] != r["claim_util"]:
+        out.append(f"the gain lies outside the step: {fmt_percent(r['base_util'], 0)} → "
+                   f"{fmt_percent(r['claim_util'], 0)} of batch slots do useful work, so the end-to-end layer "
+                   f"decides: {fmt_ratio(r['e2e'])}")
+    elif untouched:
         out.append("the change does not touch this workload's step (for example a fix this baseline already has, "
                    "or a phase the change does not act on): no gain")
     elif r["bound"] > 0.5:
@@ -84,8 +89,9 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
         out.append(f"no kernel reads the new format in place: reads cost the old bytes, so the "
                    f"implementation gain is {fmt_ratio(r['impl'])}")
     if r["e2e_low"] and not r["theory_low"] and not r["kernel_missing"]:
-        out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the "
-                   f"{fmt_ratio(mg, 2)} threshold (kernel efficiency and overhead eat the bound)")
+        why = ("no gain outside the step either" if r["base_util"] == r["claim_util"] and untouched
+               else "kernel efficiency and overhead eat the bound")
+        out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} threshold ({why})")
     if quality_untested and not math.isfinite(measured_q):
         out.append("the card reports no quality retained: the quality gate cannot be checked")
     if r["long_untested"]:
