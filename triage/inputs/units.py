@@ -175,4 +175,7 @@ def fmt_ratio(x: float | None, digits: int = 3) -> str:
 
 def fmt_percent(x: float | None, digits: int = 1) -> str:
     """A fraction as '7.0 %'; None or a non-finite value as an em dash."""
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
+    if x is None or not math.isfinite(x):
+        return "—"
+    text = f"{x * 100:.{digits}f} %"
+    return text[1:] if text.startswith("-") and float(text[:-2]) == 0 else text     # never '-0.0 %'

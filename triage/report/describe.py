@@ -49,7 +49,10 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
     "speculative": _spec_text,
     "tp": lambda n: f"tensor parallel over {n} GPUs",
     "batching": lambda s: f"batch slots {s['utilization'] * 100:g} % useful",
-    "dequant_ops": lambda v: f"dequantization: {v} vector ops per element",
+    "dequant_ops": lambda v: "dequantization: " + (
+        ", ".join(f"{ops:g} vector ops per {what} element" for what, ops in
+                  (("KV", v.get("kv")), ("weight", v.get("weights"))) if ops is not None)
+        if isinstance(v, dict) else f"{v:g} vector ops per element read"),
 }
 
 

@@ -6,8 +6,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..defaults import LIMITS
 from ..inputs import units
+from ..model.verdicts import DOES_NOT_FIT, GO
 from . import figures as figures_mod
 from .describe import describe
 from .result import Result
@@ -99,6 +102,45 @@ def _frontier(result: Result) -> tuple[list[dict[str, Any]], float | None, str]:
     return series, f.slo_s, title
 
 
+FIRST_SCREEN_ROWS = 12     # rows of the first screen's verdict table (the full table follows)
+
+
+def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
+    """What decides, in at most ~25 lines: one row per workload (hardware collapsed where the verdict and the
+    gains are the same), what blocks GO, and what would flip the decision."""
+    slo_gain = {t["cell"]: t["gain"] for t in d.get("analysis", {}).get("slo_throughput", [])}
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for i, c in enumerate(d["cells"]):
+        e2e, at_slo = c["speedup"]["end_to_end"], slo_gain.get(i)
+        key = (c["workload"], c["model"], c["phase"], c["context"], c["batch"], c["verdict"],
+               None if e2e is None else round(e2e, 3), None if at_slo is None else round(at_slo, 2))
+        row = groups.setdefault(key, {"workload": c["workload"], "model": c["model"], "phase": c["phase"],
+                                      "context": c["context"], "batch": c["batch"], "hardware": [], "share": 0.0,
+                                      "end_to_end": e2e, "at_slo": at_slo, "verdict": c["verdict"]})
+        row["hardware"].append(c["hardware"])
+        row["share"] += c["share"]
+    rows = list(groups.values())
+    v, m = result.evaluation.verdicts, result.matrix
+    names = m.labels("blocks")
+    not_go = v.code != GO
+    facts = [("the claim does not fit memory at the workload's batch", v.code == DOES_NOT_FIT),
+             ("quality below the gate", v.quality_fail),
+             ("the bound is below the min_gain threshold", v.theory_low),
+             ("no kernel reads the new format", v.kernel_missing),
+             ("the end-to-end gain is below the min_gain threshold", v.e2e_low & ~v.theory_low & ~v.kernel_missing),
+             ("no quality figure for the gate", np.full(len(m), v.quality_untested) & np.isnan(v.measured_quality)),
+             ("no long-context (needle-in-a-haystack) evaluation", v.long_untested),
+             ("the SLO is missed", v.slo_missed)]
+    blockers = [f"{what} ({', '.join(dict.fromkeys(names[not_go & np.asarray(mask, dtype=bool)].tolist()))})"
+                for what, mask in facts if (not_go & np.asarray(mask, dtype=bool)).any()]
+    current = d["decision"]["verdict"]
+    flips = [f"{r['input']} {r['value']} → {r['decision']}"
+             for r in d.get("analysis", {}).get("sensitivity", []) if r["decision"] != current]
+    return {"rows": rows[:FIRST_SCREEN_ROWS], "more_rows": max(len(rows) - FIRST_SCREEN_ROWS, 0),
+            "blockers": blockers,
+            "flips": flips[:4]}
+
+
 def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
     """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views."""
     d = result.document(LIMITS.memo_cells)
@@ -108,6 +150,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
     analysis = result.analysis
     return {
         "d": d,
+        "first": _first_screen(result, d),
         "claim": d["claim"],
         "check": d["paper_check"],
         "cells": cells,

@@ -53,8 +53,10 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
     batch = int(r["batch"])
     below = f", below the {fmt_ratio(mg, 2)} threshold" if r["theory_low"] else ""
     if not r["claim_fits"]:
+        most = int(r["claim_max_batch"])
         out.append(f"does not fit at batch {batch}: needs {fmt_gib(r['claim_memory'])} of "
-                   f"{fmt_gib(r['capacity'])}; the claim fits at most batch {int(r['claim_max_batch'])}")
+                   f"{fmt_gib(r['capacity'])}; " + (f"the claim fits at most batch {most}" if most
+                                                    else "the claim does not fit even one sequence"))
     measured_q = r["measured_quality"]
     if r["quality_fail"]:
         if math.isfinite(measured_q):

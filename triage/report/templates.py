@@ -78,6 +78,17 @@ class Trusted(str):
     """Markup triage itself writes (the marker comment): printed as it is."""
 
 
+def setting_text(setting: dict[str, Any]) -> str:
+    """A paper's setting in words: 'model llama-2-7b, batch 8, precision: compute int8, weights int4'."""
+    parts = []
+    for key, value in setting.items():
+        if isinstance(value, dict):
+            parts.append(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+        else:
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)
+
+
 @cache
 def environment() -> Any:
     """The environment (jinja2 is imported here, only when Markdown is rendered)."""
@@ -98,6 +109,8 @@ def environment() -> Any:
         "tps": lambda x: "—" if x is None else f"{x:,.1f} tok/s",
         "int": lambda x: "—" if x is None else f"{x:,}",
         "hours": lambda x: "—" if x is None else f"{x:,.0f} GPU-hours",
+        "count": lambda n, noun: f"{n:g} {noun}" + ("" if n == 1 else "s"),
+        "setting": setting_text,
     })
     return env
 

@@ -1,0 +1,50 @@
+"""Every shipped card's memo: a first screen that decides, and no Python value printed as Python."""
+
+import re
+
+import pytest
+
+import triage
+from triage.report.memo import render_brief, render_markdown
+
+from conftest import CLAIMS
+
+CARDS = sorted(CLAIMS.glob("*.yaml"))
+DEFAULT_WORKLOADS = ["chat-4k", "docqa-128k", "chat-4k-b64", "prefill-2k"]
+
+
+@pytest.fixture(scope="module")
+def memos():
+    return {card.stem: render_markdown(triage.evaluate(card)) for card in CARDS}
+
+
+@pytest.mark.parametrize("card", [c.stem for c in CARDS])
+def test_the_first_25_lines_decide(memos, card):
+    first = memos[card].splitlines()[:25]
+    text = "\n".join(first)
+    assert any(line.startswith("**Decision: ") for line in first)
+    assert "Fleet gain **" in text
+    assert "| workload | model | hardware | phase | context | batch | share of requests | end-to-end |" in text
+    for workload in DEFAULT_WORKLOADS:
+        assert f"| {workload} |" in text, workload
+    assert "What blocks GO" in text or "Nothing blocks GO" in text
+    assert "What would flip it" in text
+
+
+PYTHON = re.compile(r"\bNone\b|\{'|\['|'\]|-0\.0\b|\b1 GPUs\b|\bnan\b|\binf\b|\b0, 0\.0 tok/s|at most batch 0\b")
+
+
+@pytest.mark.parametrize("card", [c.stem for c in CARDS])
+def test_no_python_values_in_a_memo_or_brief(memos, card):
+    brief = render_brief(triage.evaluate(CLAIMS / f"{card}.yaml"))
+    for name, text in (("memo", memos[card]), ("brief", brief)):
+        found = sorted({m.group() for m in PYTHON.finditer(text)})
+        assert not found, f"{card} {name}: {found}"
+
+
+def test_a_cell_where_nothing_fits_says_so_in_words():
+    w = {"defaults": {"model": "llama-2-70b", "hardware": "a100-40gb"},
+         "workloads": [{"name": "huge", "context": 131072, "batch": 8}]}
+    text = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml", w))
+    assert "no batch meets it" in text and "does not fit even one sequence" in text
+    assert not PYTHON.search(text)
