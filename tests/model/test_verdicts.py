@@ -34,7 +34,9 @@ def test_kv2x_docqa_is_go_once_long_context_is_tested():
     assert cell(r, "docqa-128k", "h100-sxm")["verdict"] == "GO"
 
 
-def test_high_concurrency_baseline_does_not_fit_at_batch_64(kv2x):
+def test_high_concurrency_baseline_does_not_fit_at_batch_64():
+    kv2x = triage.evaluate(CLAIMS / "kv2x.yaml", {"defaults": {"hardware": "h100-sxm"}, "workloads": [
+        {"name": "chat-4k-b64", "context": 4096, "batch": 64}]})
     c = cell(kv2x, "chat-4k-b64", "h100-sxm")
     assert not c["baseline"]["fits"] and c["claim"]["fits"]
     assert c["baseline"]["max_batch"] == 33 and c["claim"]["max_batch"] == 66

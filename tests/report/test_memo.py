@@ -10,7 +10,7 @@ from triage.report.memo import render_brief, render_markdown
 from conftest import CLAIMS
 
 CARDS = sorted(CLAIMS.glob("*.yaml"))
-DEFAULT_WORKLOADS = ["chat-4k", "docqa-128k", "chat-4k-b64", "prefill-2k"]
+DEFAULT_WORKLOADS = ["chat-4k", "docqa-128k", "chat-4k-b16", "prefill-2k"]
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +48,13 @@ def test_a_cell_where_nothing_fits_says_so_in_words():
     text = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml", w))
     assert "no batch meets it" in text and "does not fit even one sequence" in text
     assert not PYTHON.search(text)
+
+
+@pytest.mark.parametrize("metric,decode_shows,prefill_shows", [("tpot", True, False), ("ttft", False, True),
+                                                               ("throughput", True, False), ("memory", False, False)])
+def test_the_claimed_number_sits_only_beside_cells_of_its_metric(metric, decode_shows, prefill_shows):
+    card = {"id": "c", "title": "c", "direction": "weights", "change": {"weight_bytes": 0.5},
+            "claim": {"speedup": 3.4, "metric": metric}}
+    for c in triage.evaluate(card, analyse=False).to_dict()["cells"]:
+        shows = decode_shows if c["phase"] == "decode" else prefill_shows
+        assert c["speedup"]["claimed"] == (3.4 if shows else None), (metric, c["workload"])

@@ -59,7 +59,12 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         saved = {k: (1.0 - getattr(claim, f"time_{k}") / getattr(base, f"time_{k}"))[idx]
                  for k in ("theoretical", "implementation", "end_to_end")}
         bytes_saved = (1.0 - claim.cost.total_bytes / base.cost.total_bytes)
-    claimed = np.full(n, np.nan if c.claimed_speedup is None else float(c.claimed_speedup))
+    # the paper's number only beside cells of its metric and phase: TPOT and throughput on decode, TTFT on
+    # prefill (a memory ratio is not a speedup of any cell)
+    metric = c.claim.get("metric")
+    phase_fits = {"tpot": m.decode[idx], "throughput": m.decode[idx], "ttft": ~m.decode[idx]}.get(
+        metric, np.zeros(n, dtype=bool))
+    claimed = np.where(phase_fits, np.nan if c.claimed_speedup is None else float(c.claimed_speedup), np.nan)
     cols: Columns = {
         "workload": m.labels("blocks")[idx],
         "model": m.labels("models")[idx],
@@ -96,8 +101,8 @@ def _values(name: str, a: np.ndarray, claimed: Any) -> list[Any]:
     A column every cell shares (a model's weight bytes over a sweep) becomes one object referenced n times:
     no new Python object per cell.
     """
-    if name == "speedup.claimed":
-        return [claimed] * a.size
+    if name == "speedup.claimed":                      # the card's own number, as written, where it applies
+        return [claimed if np.isfinite(x) else None for x in a.tolist()] if claimed is not None else [None] * a.size
     if a.size > 1 and (a == a[0]).all():
         return [_values(name, a[:1], claimed)[0]] * a.size
     if a.dtype.kind in "biuU":
