@@ -22,6 +22,8 @@ class MechanismInfo:
     reverts: tuple[str, ...]
     compose: str
     carries: str
+    directions: tuple[str, ...] = ()
+    example: object = None
 
 
 @cache
@@ -29,7 +31,8 @@ def registry() -> dict[str, MechanismInfo]:
     """Every mechanism, in the order they apply."""
     path = Path(str(resources.files("triage").joinpath("inputs").joinpath("mechanisms.yaml")))
     data = load_file(path, "triage/inputs/mechanisms.yaml", trusted=True).data
-    return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"])
+    return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
+                               tuple(v.get("directions", ())), v.get("example"))
             for key, v in data.items()}
 
 

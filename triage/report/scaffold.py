@@ -1,18 +1,42 @@
-"""`triage new`: a commented claim card for one direction, with the questions the course says to ask."""
+"""`triage new`: a commented claim card for one direction, with the questions the course says to ask.
+
+The change section is generated from the mechanism registry (inputs/mechanisms.yaml: each mechanism's
+directions and example) and the schema's description of each key, so a new card can never offer a
+mechanism that does not exist or miss one that does.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import yaml
+
+from ..inputs.registry import registry
+from ..io.resources import schema
 from .directions import DIRECTIONS
 
-# The change a fresh card starts from, per direction, and what to replace it with.
-_CHANGES = {
-    "attention": ("attention_flops: 0.5", "attention FLOPs x m (sparse or approximate attention)"),
-    "cache": ("kv_bytes: 0.5", "KV bytes per token x m: int8 KV 0.5, int4 with scales ~0.28, GQA 8 of 32 heads 0.25"),
-    "weights": ("weight_bytes: 0.5", "bytes per weight x m: int8 0.5, int4 with group-128 fp16 scales ~0.27"),
-    "decoding": ("linear_flops: 1.0", "speculative decoding is priced in a later release; state the draft and "
-                                      "acceptance in claim.text meanwhile"),
-    "system": ("kv_tokens: {keep: 1.0}", "what the system changes: KV kept, bytes, FLOPs"),
-}
+# The mechanism a fresh card of each direction starts from; the direction's others follow, commented out.
+PRIMARY = {"attention": "score_bytes", "cache": "kv_bytes", "weights": "weight_quant", "decoding": "speculative",
+           "system": "batching"}
+
+
+def _flow(value: Any) -> str:
+    """A value as one line of YAML flow style."""
+    return str(yaml.safe_dump(value, default_flow_style=True, width=1000)).strip().removesuffix("...").strip()
+
+
+def change_lines(direction: str) -> list[str]:
+    """The change section's lines: the direction's primary mechanism, then its others commented out."""
+    descriptions = schema("claim")["properties"]["change"]["properties"]
+    keys = [PRIMARY[direction]] + [k for k, info in registry().items()
+                                    if direction in info.directions and k != PRIMARY[direction]]
+    lines = []
+    for n, key in enumerate(keys):
+        info = registry()[key]
+        text = f"{key}: {_flow(info.example)}"
+        help_text = descriptions[key].get("description", "")
+        lines.append(f"  {'' if n == 0 else '# '}{text}  # {help_text}")
+    return lines
 
 _QUESTIONS = [
     "At what batch size and sequence lengths was the headline number measured? (tokens/s without them "
@@ -25,7 +49,7 @@ _QUESTIONS = [
 def card_text(card_id: str, direction: str) -> str:
     """The text of a new card: every field, commented, valid as written."""
     question, number, failure = DIRECTIONS[direction]
-    change, change_help = _CHANGES[direction]
+    change = "\n".join(change_lines(direction))
     questions = "\n".join(f"#   {i}. {q}" for i, q in enumerate(_QUESTIONS, 1))
     return f"""# yaml-language-server: $schema=../schemas/claim.schema.json
 # A claim card: what the paper claims, and its method as a change to the cost model.
@@ -49,8 +73,8 @@ claim:
   baseline: "TODO: what the paper compared against (a weak or offloading baseline inflates the gain)"
   source: "TODO: table or figure of the number"
   # setting: {{model: llama-2-7b, hardware: a100-80gb, phase: decode, batch: 1, context: 4096}}
-change:
-  {change}  # {change_help}
+change:                       # the example values are placeholders: replace them with the paper's
+{change}
 implementation:
   kernel: true                # false: no kernel reads the new format, reads keep the old bytes
   bandwidth_efficiency: 1.0   # the changed kernels' bandwidth relative to the baseline's
