@@ -58,3 +58,19 @@ def test_the_claimed_number_sits_only_beside_cells_of_its_metric(metric, decode_
     for c in triage.evaluate(card, analyse=False).to_dict()["cells"]:
         shows = decode_shows if c["phase"] == "decode" else prefill_shows
         assert c["speedup"]["claimed"] == (3.4 if shows else None), (metric, c["workload"])
+
+
+def _reasons(card_name, workload):
+    cells = triage.evaluate(CLAIMS / card_name, analyse=False).to_dict()["cells"]
+    return next(c for c in cells if c["workload"] == workload)["reasons"]
+
+
+def test_reasons_name_the_mechanism_that_carries_the_gain():
+    spec = _reasons("speculative-decoding.yaml", "chat-4k")[0]
+    assert spec.startswith("speculative decoding: 2.77 tokens per step (4 drafted at acceptance 0.7)")
+    # (1 − 0.7^5) / (1 − 0.7) = 2.7731 tokens per step (Leviathan et al. 2023, eq. 1), by hand
+    int8_prefill = _reasons("smoothquant.yaml", "prefill-2k")[0]
+    assert int8_prefill.startswith("linear layers computed in int8: the step is") and "compute-bound" in int8_prefill
+    assert "bytes" not in int8_prefill
+    tp = _reasons("course-tp2.yaml", "chat-4k")[0]
+    assert tp.startswith("tensor parallel over 2 GPUs (from 1)")

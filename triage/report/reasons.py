@@ -9,9 +9,11 @@ import numpy as np
 
 from ..analysis.decision import Decision
 from ..inputs.claim import Claim
+from ..inputs.registry import registry
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
+from ..model.mechanisms import speculative_plan
 from ..model.verdicts import Verdicts
 
 _FIELDS = {
@@ -31,6 +33,7 @@ _FIELDS = {
     "long_untested": lambda m, g, v: v.long_untested, "slo_missed": lambda m, g, v: v.slo_missed,
     "measured_quality": lambda m, g, v: v.measured_quality, "measured_claim_s": lambda m, g, v: v.measured_claim_s,
     "base_util": lambda m, g, v: g.base.inputs.utilization, "claim_util": lambda m, g, v: g.claim.inputs.utilization,
+    "base_tp": lambda m, g, v: g.base.inputs.tp, "claim_tp": lambda m, g, v: g.claim.inputs.tp,
 }
 
 
@@ -45,11 +48,45 @@ def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[l
             for values in zip(*cols.values(), strict=True)]
 
 
+def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
+    """What carries the step's gain, with the numbers that matter for that mechanism (the registry's
+    'carries': bytes, FLOPs and compute dtype, tokens per step, kernel occupancy, parallelism)."""
+    carries = {registry()[key].carries for key in claim.change}
+    theo = r["theo"]
+    bound = f"the bound is {fmt_ratio(theo)}" + below
+    saved_bytes = r["base_bytes"] - r["claim_bytes"]
+    bytes_part = (f"saves {fmt_percent(saved_bytes / r['base_bytes'])} of the bytes read per step "
+                  f"({fmt_bytes(saved_bytes)} of {fmt_bytes(r['base_bytes'])})")
+    if "tokens_per_step" in carries:
+        plan = speculative_plan(claim.change["speculative"])
+        source = ("the card's assumed tokens per step" if "tokens_per_step" in claim.change["speculative"]
+                  else f"{plan.draft_passes:g} drafted at acceptance {claim.change['speculative']['acceptance']:g}")
+        return (f"speculative decoding: {plan.expected_tokens:.2f} tokens per step ({source}), each step a draft "
+                f"plus a verification of {plan.verify_tokens:g} tokens per sequence: {bound}")
+    if "kernel" in carries and theo == 1.0:
+        return (f"an implementation gain, not a saving: the bytes and FLOPs are the same (bound 1.000×); the kernel "
+                f"runs at {fmt_ratio(r['impl'])} of the baseline's speed on this cell")
+    if "parallelism" in carries:
+        return f"tensor parallel over {r['claim_tp']:g} GPUs (from {r['base_tp']:g}): {bytes_part} per GPU, {bound}"
+    if "dtype" in carries and (r["bound"] > 0.5 or saved_bytes == 0):
+        effect = "pays" if theo > 1 else "barely moves it"
+        return (f"linear layers computed in {claim.change['compute_dtype']}: the step is "
+                f"{fmt_percent(r['bound'])} compute-bound, so a faster dtype {effect}; {bound}")
+    if carries & {"flops"} and r["base_flops"] != r["claim_flops"] and saved_bytes == 0:
+        saved = r["base_flops"] - r["claim_flops"]
+        return f"saves {fmt_percent(saved / r['base_flops'])} of the FLOPs per step: {bound}"
+    if r["bound"] > 0.5:
+        return (f"the step is compute-bound ({fmt_percent(r['bound'])} of its time): saving "
+                f"{fmt_percent(saved_bytes / r['base_bytes'])} of the bytes ({fmt_bytes(saved_bytes)}) barely "
+                f"moves it; {bound}")
+    return f"{bytes_part}: {bound}"
+
+
 def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[str]:
     out: list[str] = []
     base_bytes, claim_bytes = r["base_bytes"], r["claim_bytes"]
     saved = base_bytes - claim_bytes
-    theo, mg = r["theo"], r["min_gain"]
+    mg = r["min_gain"]
     batch = int(r["batch"])
     below = f", below the {fmt_ratio(mg, 2)} threshold" if r["theory_low"] else ""
     if not r["claim_fits"]:
@@ -74,13 +111,8 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
     elif untouched:
         out.append("the change does not touch this workload's step (for example a fix this baseline already has, "
                    "or a phase the change does not act on): no gain")
-    elif r["bound"] > 0.5:
-        out.append(f"the step is compute-bound ({fmt_percent(r['bound'])} of its time): saving "
-                   f"{fmt_percent(saved / base_bytes)} of the bytes ({fmt_bytes(saved)}) barely moves it; the bound is "
-                   f"{fmt_ratio(theo)}" + below)
     else:
-        out.append(f"saves {fmt_percent(saved / base_bytes)} of the bytes read per step "
-                   f"({fmt_bytes(saved)} of {fmt_bytes(base_bytes)}): the bound is {fmt_ratio(theo)}" + below)
+        out.append(_step_reason(r, claim, below))
     if r["enables"]:
         b0 = r["e2e_batch"]
         tail = (f"end-to-end compares throughput at batch {batch} with the baseline at batch {int(b0)}"
