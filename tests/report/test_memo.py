@@ -74,3 +74,16 @@ def test_reasons_name_the_mechanism_that_carries_the_gain():
     assert "bytes" not in int8_prefill
     tp = _reasons("course-tp2.yaml", "chat-4k")[0]
     assert tp.startswith("tensor parallel over 2 GPUs (from 1)")
+
+
+def test_a_verdict_inside_the_cards_uncertainty_is_marked_marginal_and_the_flip_is_named():
+    d = triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()
+    cells = {(c["workload"], c["hardware"]): c for c in d["cells"]}
+    # chat-4k: end-to-end 1.066x against the 1.10x threshold, 3 % away (inside ±5 %): marginal
+    assert cells["chat-4k", "a100-80gb"]["marginal"] is True
+    # prefill-2k: 1.000x, 9 % below the threshold, and no input of the card moves it: not marginal
+    assert cells["prefill-2k", "a100-80gb"]["marginal"] is False
+    # chat-4k-b16 is GO at the card's 0.9 kernel efficiency and NO-GO at 0.5: marginal, and the memo says why
+    assert cells["chat-4k-b16", "h100-sxm"]["verdict"] == "GO" and cells["chat-4k-b16", "h100-sxm"]["marginal"]
+    memo = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml"))
+    assert "**GO** (marginal)" in memo and "kernel bandwidth efficiency 0.5: " in memo

@@ -7,7 +7,7 @@ report words them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -60,12 +60,13 @@ class SloThroughput:
 
 @dataclass(frozen=True)
 class Sensitivity:
-    """The decision with one uncertain input of the card moved."""
+    """The decision, and each cell's verdict, with one uncertain input of the card moved."""
 
     input: str
     value: str
     weighted_speedup: float | None
     decision: str
+    codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, dtype=int))
 
 
 @dataclass(frozen=True)
@@ -169,9 +170,26 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Sens
     rows = []
     for name, value, variant in _variants(claim):
         g = layers.compute(m, variant, models)
-        d = decision.decide(m, variant, g, verdicts.decide(m, variant, g))
-        rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict))
+        v = verdicts.decide(m, variant, g)
+        d = decision.decide(m, variant, g, v)
+        rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
     return tuple(rows)
+
+
+THRESHOLD_MARGIN = 0.05      # a gain within ±5 % of min_gain is a coin toss, whatever the inputs
+
+
+def marginal(m: Matrix, g: layers.Gaps, code: np.ndarray, rows: tuple[Sensitivity, ...]) -> np.ndarray:
+    """Per cell: True where the verdict flips inside the card's sensitivity ranges (kernel efficiency, a
+    missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the threshold."""
+    flips = np.zeros(len(m), dtype=bool)
+    for row in rows:
+        if row.input != "quality retained":          # the quality gate is its own rule, shown on its own
+            flips |= row.codes != code
+    gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(gain / np.broadcast_to(m.column("min_gain"), gain.shape) - 1.0) < THRESHOLD_MARGIN
+    return flips | near
 
 
 def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | None:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.evaluation import Evaluation
+from ..analysis.regions import marginal
 from ..model.layers import Variant
 from ..model.roofline import GROUPS
 from ..model.verdicts import LABELS
@@ -92,6 +93,8 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         cols["stack.product"] = product
         cols["stack.combined"] = g.speedup_theoretical[idx]
     cols["verdict"] = np.asarray(LABELS)[ev.verdicts.code[idx]]
+    if ev.analysis is not None:
+        cols["marginal"] = marginal(m, g, ev.verdicts.code, ev.analysis.sensitivity)[idx]
     return cols
 
 

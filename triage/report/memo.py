@@ -10,7 +10,7 @@ import numpy as np
 
 from ..defaults import LIMITS
 from ..inputs import units
-from ..model.verdicts import DOES_NOT_FIT, GO
+from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import figures as figures_mod
 from .describe import describe
 from .result import Result
@@ -112,11 +112,12 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for i, c in enumerate(d["cells"]):
         e2e, at_slo = c["speedup"]["end_to_end"], slo_gain.get(i)
-        key = (c["workload"], c["model"], c["phase"], c["context"], c["batch"], c["verdict"],
+        key = (c["workload"], c["model"], c["phase"], c["context"], c["batch"], c["verdict"], c.get("marginal"),
                None if e2e is None else round(e2e, 3), None if at_slo is None else round(at_slo, 2))
         row = groups.setdefault(key, {"workload": c["workload"], "model": c["model"], "phase": c["phase"],
                                       "context": c["context"], "batch": c["batch"], "hardware": [], "share": 0.0,
-                                      "end_to_end": e2e, "at_slo": at_slo, "verdict": c["verdict"]})
+                                      "end_to_end": e2e, "at_slo": at_slo, "verdict": c["verdict"],
+                                      "marginal": bool(c.get("marginal"))})
         row["hardware"].append(c["hardware"])
         row["share"] += c["share"]
     rows = list(groups.values())
@@ -134,11 +135,19 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     blockers = [f"{what} ({', '.join(dict.fromkeys(names[not_go & np.asarray(mask, dtype=bool)].tolist()))})"
                 for what, mask in facts if (not_go & np.asarray(mask, dtype=bool)).any()]
     current = d["decision"]["verdict"]
-    flips = [f"{r['input']} {r['value']} → {r['decision']}"
+    flips = [f"{r['input']} {r['value']} makes the decision {r['decision']}"
              for r in d.get("analysis", {}).get("sensitivity", []) if r["decision"] != current]
+    analysis = result.evaluation.analysis
+    for row in analysis.sensitivity if analysis is not None else ():
+        changed = (row.codes != v.code) if row.input != "quality retained" else np.zeros(len(m), dtype=bool)
+        if changed.any():
+            moved = dict.fromkeys(f"{n} {LABELS[c]}" for n, c in zip(names[changed].tolist(),
+                                                                      row.codes[changed].tolist(), strict=True))
+            flips.append(f"{row.input} {row.value}: " + ", ".join(list(moved)[:4]))
     return {"rows": rows[:FIRST_SCREEN_ROWS], "more_rows": max(len(rows) - FIRST_SCREEN_ROWS, 0),
+            "marginal": any(r["marginal"] for r in rows),
             "blockers": blockers,
-            "flips": flips[:4]}
+            "flips": flips[:5]}
 
 
 def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:

@@ -45,4 +45,5 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
     return {"crossover": [_crossover(x) for x in a.crossover],
             "slo_throughput": [{"cell": t.cell, "baseline": asdict(t.baseline), "claim": asdict(t.claim),
                                 "gain": t.gain, "slo_s": t.slo_s} for t in a.slo_throughput],
-            "sensitivity": [asdict(s) for s in a.sensitivity]}
+            "sensitivity": [{"input": s.input, "value": s.value, "weighted_speedup": s.weighted_speedup,
+                             "decision": s.decision} for s in a.sensitivity]}
