@@ -138,12 +138,12 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     flips = [f"{r['input']} {r['value']} makes the decision {r['decision']}"
              for r in d.get("analysis", {}).get("sensitivity", []) if r["decision"] != current]
     analysis = result.evaluation.analysis
-    for row in analysis.sensitivity if analysis is not None else ():
-        changed = (row.codes != v.code) if row.input != "quality retained" else np.zeros(len(m), dtype=bool)
+    for sens in analysis.sensitivity if analysis is not None else ():
+        changed = (sens.codes != v.code) if sens.input != "quality retained" else np.zeros(len(m), dtype=bool)
         if changed.any():
             moved = dict.fromkeys(f"{n} {LABELS[c]}" for n, c in zip(names[changed].tolist(),
-                                                                      row.codes[changed].tolist(), strict=True))
-            flips.append(f"{row.input} {row.value}: " + ", ".join(list(moved)[:4]))
+                                                                      sens.codes[changed].tolist(), strict=True))
+            flips.append(f"{sens.input} {sens.value}: " + ", ".join(list(moved)[:4]))
     return {"rows": rows[:FIRST_SCREEN_ROWS], "more_rows": max(len(rows) - FIRST_SCREEN_ROWS, 0),
             "marginal": any(r["marginal"] for r in rows),
             "blockers": blockers,
