@@ -26,24 +26,26 @@ def plan(result: Evaluation) -> list[dict[str, str]]:
     """Steps, each with what to do and a command (A/B commands for the first LIMITS.plan_cells cells)."""
     m, claim = result.matrix, result.claim
     steps: list[dict[str, str]] = []
-    seen = set()
+    # one A/B command per model × hardware, looping over its workloads (name, input length, output length,
+    # concurrency, prompts): the same flags once, not once per cell
+    runs: dict[tuple[str, str], dict[str, str]] = {}
     for i in range(min(len(m), LIMITS.plan_cells)):
         s = m.blocks[m.block_idx[i]]
         model, hw = m.models[m.model_idx[i]], m.hardware[m.hardware_idx[i]]
-        key = (s.name, model.key, hw.key, int(m.context[i]), int(m.batch[i]), bool(m.decode[i]))
-        if key in seen:
-            continue
-        seen.add(key)
         ctx, batch = int(m.context[i]), int(m.batch[i])
-        out_len = 256 if m.decode[i] else 1
-        metric = "TPOT" if m.decode[i] else "TTFT"
-        cmd = (f"vllm bench serve --model {_hf_id(model)} --dataset-name random --random-input-len {ctx} "
-               f"--random-output-len {out_len} --max-concurrency {batch} --num-prompts {max(64, 8 * batch)} "
-               f"--save-result --result-dir results --result-filename {s.name}-{hw.key}-VARIANT.json "
-               f"--metadata workload={s.name} hardware={hw.key} variant=VARIANT")
-        steps.append({"step": f"A/B {s.name} on {hw.key}: same model, batch {batch}, {ctx:,}-token inputs; "
-                              f"compare {metric}, once with VARIANT=baseline and once with the claim's build "
-                              f"(VARIANT=claim)", "command": cmd})
+        out_len = s.output_tokens if m.decode[i] else 1
+        runs.setdefault((_hf_id(model), hw.key), {})[f"{s.name} {ctx} {out_len} {batch} {max(64, 8 * batch)}"] = s.name
+    for (model_id, hw_key), workloads in runs.items():
+        loop = " ".join(f'"{w}"' for w in workloads)
+        cmd = (f"for w in {loop}; do set -- $w; for VARIANT in baseline claim; do "
+               f"vllm bench serve --model {model_id} --dataset-name random --random-input-len $2 "
+               f"--random-output-len $3 --max-concurrency $4 --num-prompts $5 --save-result --result-dir results "
+               f"--result-filename $1-{hw_key}-$VARIANT.json --metadata workload=$1 hardware={hw_key} "
+               f"variant=$VARIANT; done; done")
+        steps.append({"step": f"A/B on {hw_key} ({model_id}): each workload at its batch and lengths, once on the "
+                              f"baseline build and once on the claim's (start the matching server before each "
+                              f"VARIANT); compare TPOT for decode workloads, TTFT for prefill ones "
+                              f"({', '.join(dict.fromkeys(workloads.values()))})", "command": cmd})
     if len(m) > LIMITS.plan_cells:
         steps.append({"step": f"the A/B commands above cover the first {LIMITS.plan_cells} of {len(m):,} cells "
                               f"(limit plan_cells); run the same for the others", "command": "see the JSON's cells"})
