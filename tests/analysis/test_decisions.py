@@ -150,8 +150,11 @@ def test_sensitivity_shows_a_missing_kernel(kv2x_analysis):
 
 def test_verification_plan_has_commands_and_a_needle_test_where_it_matters(kv2x_analysis):
     steps = kv2x_analysis["verification_plan"]
-    assert steps[0]["command"].startswith("vllm bench serve --model meta-llama/Llama-2-7b-hf")
-    assert "--metadata workload=chat-4k hardware=a100-80gb variant=VARIANT" in steps[0]["command"]
+    ab = [s for s in steps if s["step"].startswith("A/B on ")]
+    assert len(ab) == 2                                       # one per hardware, not one per cell
+    assert ab[0]["command"].startswith('for w in "chat-4k 4096 256 1 64" "docqa-128k 131072 256 1 64" ')
+    assert "vllm bench serve --model meta-llama/Llama-2-7b-hf" in ab[0]["command"]
+    assert "--metadata workload=$1 hardware=a100-80gb variant=$VARIANT" in ab[0]["command"]
     assert any("needle-in-a-haystack at 131,072 tokens" in s["step"] for s in steps)
     weights = triage.evaluate(CLAIMS / "int8-weights.yaml").to_dict()["analysis"]["verification_plan"]
     assert not any("needle" in s["step"] for s in weights)       # weights do not touch the KV
