@@ -133,11 +133,6 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
         raise
 
 
-def write_atomic(path: Path | str, content: Content, inputs: tuple[Path | str, ...] = (), force: bool = False) -> None:
-    """Write one output via a temporary file and a rename: readers see the old or the new file."""
-    write_atomic_all([(Path(path), content)], inputs, force)
-
-
 _KINDS = {stat.S_IFDIR: "is a directory", stat.S_IFCHR: "is a device", stat.S_IFBLK: "is a device",
           stat.S_IFIFO: "is a pipe (FIFO)", stat.S_IFSOCK: "is a socket"}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,6 @@ from .reasons import decision_reasons
 from .regions import analysis_dict
 
 JSON_VERSION = 1
-
-
-def _num(x: Any) -> float | None:
-    """A finite Python float, or None (JSON has no NaN)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
