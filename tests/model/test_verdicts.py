@@ -86,12 +86,17 @@ def test_overhead_lowers_the_end_to_end_gain():
 
 
 def test_decision_is_weighted_by_share():
-    chat_heavy = course_matrix(workloads=[{"name": "A", "context": 4096, "share": 0.9},
-                                          {"name": "B", "context": 131072, "share": 0.1}])
+    # by hand from the course's TPOTs (A 8.074 -> 7.537 ms, B 41.360 -> 24.180 ms), 256 tokens a request:
+    #   99 % A: (0.99·8.074 + 0.01·41.36) / (0.99·7.537 + 0.01·24.18) = 1.0913, below 1.10: NO-GO
+    #   90 % B: the fleet gain is 1.66: GO
+    chat_heavy = course_matrix(workloads=[{"name": "A", "context": 4096, "share": 0.99},
+                                          {"name": "B", "context": 131072, "share": 0.01}])
     doc_heavy = course_matrix(workloads=[{"name": "A", "context": 4096, "share": 0.1},
                                          {"name": "B", "context": 131072, "share": 0.9}])
     good = card({"kv_bytes": 0.5}, quality={"retained": 0.999, "long_context_tested": True})
-    assert triage.evaluate(good, chat_heavy).decision()["verdict"] == "NO-GO"
+    chat = triage.evaluate(good, chat_heavy).decision()
+    assert chat["weighted_speedup"]["end_to_end"] == pytest.approx(1.091314, rel=1e-6)
+    assert chat["verdict"] == "NO-GO"
     d = triage.evaluate(good, doc_heavy).decision()
     assert d["verdict"] == "GO"
     assert d["shares"] == {"GO": pytest.approx(0.9), "CONDITIONAL": 0.0, "NO-GO": pytest.approx(0.1),

@@ -28,6 +28,8 @@ class Evaluation:
     parts: tuple[tuple[Claim, Gaps], ...] = ()                # a stack's cards, each alone
     analysis: Analysis | None = None                          # None when the caller asked for none (a sweep)
     measured: dict[str, Any] = field(default_factory=dict)    # filled by measured.apply
+    baseline: dict[str, Any] = field(default_factory=dict)    # --baseline paper: the setting keys applied
+    current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
 
     def __len__(self) -> int:
         return len(self.matrix)

@@ -90,7 +90,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                 "overhead": 0, "reserve": 0, **{k: setting[k] for k in PRICED if k in setting}}
     resolved = workloads.load({"defaults": defaults, "workloads": cells}, catalog)
     grid = matrix.build(resolved)
-    g = layers.compute(grid, claim, resolved.catalog.models)
+    g = layers.compute(grid, claim, resolved.catalog.models, switch_optional=False)
     if metric == "memory":
         ratios = g.base.memory_bytes / g.claim.memory_bytes
     elif outside_the_step(claim.change):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
 from ..inputs.stack import stack
@@ -25,13 +26,23 @@ def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
     return card if isinstance(card, Claim) else cards.load(card, cat)
 
 
-def load_matrix(source: Source, cat: catalog.Catalog,
-                model: str | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
+def load_matrix(source: Source, cat: catalog.Catalog, model: str | None = None,
+                baseline: dict[str, Any] | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
     """The workload matrix (a built Matrix passes through) and the catalog its names resolved in."""
     if isinstance(source, matrix.Matrix):
         return source, cat.merged({h.key: h for h in source.hardware}, {m.key: m for m in source.models})
-    resolved = workloads.load(source, cat, model=model)
+    resolved = workloads.load(source, cat, model=model, baseline=baseline)
     return matrix.build(resolved), resolved.catalog
+
+
+PAPER_BASELINE_KEYS = ("attention", "memory_waste", "precision", "batch_utilization", "tp")
+
+
+def paper_baseline(claim: Claim) -> dict[str, Any]:
+    """The baseline the card's paper improved on: its setting's attention kind, KV waste, precision, batch
+    utilization and tensor parallelism (what `--baseline paper` lays over every workload)."""
+    setting = claim.claim.get("setting", {})
+    return {k: setting[k] for k in PAPER_BASELINE_KEYS if k in setting}
 
 
 def _check_physical(g: layers.Gaps) -> None:
@@ -46,21 +57,34 @@ def _check_physical(g: layers.Gaps) -> None:
 
 
 def evaluate(card: Card | list[Card], source: Source = None, model: str | None = None,
-             analyse: bool = True) -> Evaluation:
+             analyse: bool = True, baseline: str = "current") -> Evaluation:
     """Evaluate a claim card (or a list of cards, stacked) over a workload matrix (default: the shipped one).
 
     ``card`` and ``source`` are paths or already-parsed dicts; ``model`` (a catalog name or a config.json
     path) replaces every workload's model; ``analyse=False`` skips crossover, SLO and sensitivity (a sweep
-    needs none). Bad input raises triage.UserError listing every problem.
+    needs none); ``baseline="paper"`` prices against the stack the card's paper improved on (its setting's
+    baseline keys over every workload) and reports the gain on today's stack beside it. Bad input raises
+    triage.UserError listing every problem.
     """
     cat = catalog.load()
     claim = load_claim(card, cat)                                   # load
-    m, resolved = load_matrix(source, cat, model)                   # build
+    overrides = paper_baseline(claim) if baseline == "paper" else {}
+    if baseline == "paper" and not overrides:
+        raise UserError([Problem(claim.file, path="$.claim.setting", message=(
+            "--baseline paper needs the card's setting to state the paper's baseline: one of "
+            + ", ".join(PAPER_BASELINE_KEYS)))])
+    m, resolved = load_matrix(source, cat, model, overrides or None)   # build
     models = resolved.models
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
     v = verdicts.decide(m, claim, g)                                # judge
     d = decision.decide(m, claim, g, v)
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
+    current = None
+    if overrides:                                                   # the same claim on today's stack, beside it
+        m_now, now = load_matrix(source, cat, model)
+        g_now = layers.compute(m_now, claim, now.models)
+        current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
     return Evaluation(claim, m, g, v, d, papercheck.check(claim, cat), models, parts,   # analyse
-                      regions.analyse(claim, m, models) if analyse else None)
+                      regions.analyse(claim, m, models) if analyse else None, baseline=overrides,
+                      current_fleet_gain=current)

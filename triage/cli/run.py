@@ -39,10 +39,13 @@ from .common import (
 @click.option("--measured", type=click.Path(exists=False, path_type=Path),
               help="Measurements (CSV, JSON, vLLM bench JSON, or a folder of them) for the implementation and "
                    "end-to-end layers.")
+@click.option("--baseline", type=click.Choice(["current", "paper"]), default="current",
+              help="Price against today's stack as the workload file states it (current) or the one the card's paper "
+                   "improved on (paper: its setting's attention, KV waste, precision, batch utilization, tp).")
 @force_option
 @guard
 def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None, output: Path | None,
-            fmt: str | None, brief: bool, figures: str, measured: Path | None, force: bool) -> None:
+            fmt: str | None, brief: bool, figures: str, measured: Path | None, baseline: str, force: bool) -> None:
     """Evaluate a claim CARD over the workload matrix and print the decision memo.
 
     \b
@@ -51,6 +54,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/kv2x.yaml -o memo.json
       triage run claims/kv2x.yaml --model ./Meta-Llama-3-8B/config.json
       triage run claims/kv2x.yaml --brief
+      triage run claims/pagedattention-vllm.yaml --baseline paper
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
     output = output_path(output)
@@ -61,7 +65,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     card: Any = list(cards) if len(cards) > 1 else cards[0]
     fmt = "brief" if brief else output_format(fmt, output)
     start = time.perf_counter()
-    result = evaluate(card, workloads, model)
+    result = evaluate(card, workloads, model, baseline=baseline)
     if measured is not None:
         result = with_measurements(result, measured)
     evaluated = time.perf_counter()

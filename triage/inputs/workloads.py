@@ -171,7 +171,7 @@ def _model_names(data: dict[str, Any]) -> set[str]:
 
 
 def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None,
-         model: str | None = None) -> Workloads:
+         model: str | None = None, baseline: dict[str, Any] | None = None) -> Workloads:
     """Resolve a workload file (path or parsed dict; None for the shipped default) into blocks.
 
     ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
@@ -201,7 +201,8 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
     user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}
     defaults = _merge(base_defaults, user_defaults)
     inherited = {k: ("defaults", k) for k in ("model", "hardware") if k in user_defaults or user_doc is None}
-    override = {"model": (model,)} if model is not None else {}
+    # --baseline paper: the card's setting replaces every workload's baseline keys (attention, precision, …)
+    override = {**({"model": (model,)} if model is not None else {}), **(baseline or {})}
 
     blocks: list[tuple[Block, tuple[Any, ...]]] = []
     for i, entry in enumerate(doc.data.get("workloads", [])):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..inputs.claim import Claim
-from ..inputs.registry import touched_groups
+from ..inputs.registry import carried, switchable, touched_groups
 from ..inputs.specs import Model
 from . import mechanisms
 from .matrix import Matrix, compact, peak_flops, precision_bytes
@@ -74,6 +74,8 @@ class Gaps:
     claim_request_s: np.ndarray
     base_request_theoretical_s: np.ndarray
     claim_request_theoretical_s: np.ndarray
+    switched_on: np.ndarray          # an optional feature is on in this cell (always True for other changes)
+    speedup_when_on: np.ndarray      # end to end with the feature on, NaN where a side does not fit
 
 
 def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
@@ -165,6 +167,24 @@ def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any
                    t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction)
 
 
+def _either(on: np.ndarray, new: Variant, base: Variant) -> Variant:
+    """The claim where ``on``, the baseline elsewhere (an optional feature switched off)."""
+    def pick(a: Any, b: Any) -> np.ndarray:
+        return np.where(on, a, b)
+
+    cost = StepCost({g: pick(new.cost.flops[g], base.cost.flops[g]) for g in GROUPS},
+                    {g: pick(new.cost.bytes[g], base.cost.bytes[g]) for g in GROUPS},
+                    {g: pick(new.cost.vector_ops[g], base.cost.vector_ops[g]) for g in GROUPS},
+                    new.cost.peak_mult)
+    mem = Memory(pick(new.mem.weights, base.mem.weights), pick(new.mem.kv_per_sequence, base.mem.kv_per_sequence),
+                 pick(new.mem.activations_per_sequence, base.mem.activations_per_sequence))
+    return Variant(new.inputs, cost, mem, pick(new.memory_bytes, base.memory_bytes), pick(new.fits, base.fits),
+                   pick(new.max_batch, base.max_batch), pick(new.time_theoretical, base.time_theoretical),
+                   pick(new.time_implementation, base.time_implementation),
+                   pick(new.time_end_to_end, base.time_end_to_end),
+                   pick(new.compute_bound_fraction, base.compute_bound_fraction))
+
+
 @dataclass(frozen=True)
 class _Speculation:
     """Speculative decoding's time per output token: (draft passes · t_draft + t_verify) / expected tokens."""
@@ -209,8 +229,11 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     return ratio
 
 
-def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
-    """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets."""
+def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True) -> Gaps:
+    """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
+
+    ``switch_optional=False`` prices an optional feature as always on (the paper check: the paper's number
+    was measured with it on)."""
     models = {**models, **{mod.key: mod for mod in m.models}}
     model_inputs = _model_inputs(m, models)
     base_x = baseline_inputs(m)
@@ -248,6 +271,15 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
             draft_mem = None
         spec = _Speculation(plan, draft, draft_mem, m.decode)
     new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, overhead, capacity, reserve, spec)
+    switched_on = np.ones(m.batch.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
+    if switch_optional and switchable(claim.change):
+        # an operator turns speculation or prefix caching on where it pays and off where it does not: each cell
+        # at the better of the two (the claim equals the baseline where it is off)
+        with np.errstate(invalid="ignore"):
+            switched_on = new.fits & ~(new.time_end_to_end >= base.time_end_to_end)
+        new = _either(switched_on, new, base)
 
     with np.errstate(divide="ignore", invalid="ignore"):
         s_theo = base.time_theoretical / new.time_theoretical
@@ -273,10 +305,28 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model]) -> Gaps:
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
     steps = np.where(m.decode, m.column("output_tokens"), 1.0)
     gpus_b, gpus_c = base_x.tp, claim_x.tp
+    claim_batch = m.batch
+    claim_step = new.time_end_to_end
+    if "capacity" in carried(claim.change):
+        # memory turned into throughput: each side at the largest batch it fits (PagedAttention's argument)
+        b0, b1 = base.max_batch, new.max_batch
+        at0 = _variant(base_x.with_batch(np.maximum(b0, 1.0)), base_x.with_batch(np.maximum(b0, 1.0)), hw,
+                       base_ceff, base_beff, overhead, capacity, reserve)
+        x1 = claim_x.with_batch(np.maximum(b1, 1.0))
+        at1 = _variant(x1, x1 if claim_read is claim_x else claim_read.with_batch(np.maximum(b1, 1.0)), hw,
+                       claim_ceff, claim_beff, overhead, capacity, reserve, spec)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_e2e = np.where((b0 >= 1) & (b1 >= 1), (b1 / at1.time_end_to_end) / (b0 / at0.time_end_to_end), np.nan)
+        e2e_batch = np.where(b0 >= 1, b0, np.nan)
+        base_step = np.array(np.broadcast_to(at0.time_end_to_end, m.batch.shape), dtype=float)
+        claim_batch = np.where(b1 >= 1, b1, np.nan)
+        claim_step = at1.time_end_to_end
     with np.errstate(invalid="ignore"):
         base_req = steps * base_step * gpus_b / e2e_batch
-        claim_req = np.where(new.fits, steps * new.time_end_to_end * gpus_c / m.batch, np.nan)
+        claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
+                             steps * claim_step * gpus_c / claim_batch, np.nan)
     return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
                 np.broadcast_to(steps * base.time_theoretical * gpus_b / m.batch, m.batch.shape),
-                np.broadcast_to(steps * new.time_theoretical * gpus_c / m.batch, m.batch.shape))
+                np.broadcast_to(steps * new.time_theoretical * gpus_c / m.batch, m.batch.shape), switched_on,
+                np.broadcast_to(when_on, m.batch.shape))

@@ -7,11 +7,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..inputs.claim import Claim
-from ..inputs.registry import changes_format, outside_the_step
+from ..inputs.registry import (
+    LONG_CONTEXT,
+    carried,
+    changes_format,
+    evidence_missing,
+    evidence_needed,
+    outside_the_step,
+    touched_groups,
+)
 from .layers import Gaps
 from .matrix import Matrix
 
 GO, CONDITIONAL, NO_GO, DOES_NOT_FIT = 0, 1, 2, 3
+BOUND_KINDS = {"bytes", "flops", "dtype", "tokens_per_step", "model", "parallelism"}   # gains the step's bound sees
 LABELS = ("GO", "CONDITIONAL", "NO-GO", "DOES-NOT-FIT")
 
 
@@ -32,6 +41,8 @@ class Verdicts:
     slo_missed: np.ndarray
     measured_quality: np.ndarray        # quality retained as measured (claim ÷ baseline), NaN where not measured
     measured_claim_s: np.ndarray        # the claim's TPOT/TTFT as measured, NaN where not measured
+    evidence_missing: np.ndarray        # a required piece of evidence (missing_evidence) is missing on this cell
+    missing_evidence: tuple[str, ...] = ()
 
 
 def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None = None,
@@ -62,14 +73,25 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     card_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
     with np.errstate(invalid="ignore"):
         quality_fail = np.where(has_mq, mq < gate, card_fail)
-    # the bound judges what the step itself can gain; a gain outside the step (batch slots, capacity) is the
-    # end-to-end layer's to judge
-    theory_low = (g.speedup_theoretical < min_gain) & ~enables & (not outside_the_step(claim.change))
+    # each layer judges what it can see: the bound what the step itself saves (bytes, FLOPs, dtype, tokens per
+    # step); a kernel change is judged by the implementation layer, batch slots and capacity end to end
+    kinds = carried(claim.change)
+    judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change)
+    theory_low = (g.speedup_theoretical < min_gain) & ~enables & judged_by_bound
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
     e2e_low = (e2e < min_gain) & ~enables
-    long_untested = m.long_context & (not claim.long_context_tested)
+    # evidence a lossy method class must show (registry.evidence_needed); long-context retrieval matters on
+    # long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
+    missing = evidence_missing(evidence_needed(claim.change, claim.quality_retained), claim.long_context_tested,
+                               claim.evaluated_on)
+    evidence_gap = np.zeros(len(m), dtype=bool)
+    for item in missing:
+        evidence_gap |= m.long_context if item == LONG_CONTEXT else np.ones(len(m), dtype=bool)
+    # an untested long context is a condition only for a lossy change that touches the KV or attention
+    touches_kv = "attention" in touched_groups(claim.change) and claim.quality_retained != 1.0
+    long_untested = m.long_context & (not claim.long_context_tested) & touches_kv
     with np.errstate(invalid="ignore"):
         slo_missed = np.where(np.isfinite(mt), mt, g.claim.time_end_to_end) > g.slo      # NaN SLO compares False
 
@@ -78,7 +100,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     code = np.where(cond, CONDITIONAL, code)
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
-    code = np.where(theory_low | quality_fail, NO_GO, code)
+    code = np.where(theory_low | quality_fail | evidence_gap, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None, long_untested, slo_missed, mq, mt)
+                    retained is None, long_untested, slo_missed, mq, mt, evidence_gap, tuple(missing))

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..analysis.decision import Decision
 from ..inputs.claim import Claim
-from ..inputs.registry import registry
+from ..inputs.registry import LONG_CONTEXT, registry
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
@@ -34,6 +34,8 @@ _FIELDS = {
     "measured_quality": lambda m, g, v: v.measured_quality, "measured_claim_s": lambda m, g, v: v.measured_claim_s,
     "base_util": lambda m, g, v: g.base.inputs.utilization, "claim_util": lambda m, g, v: g.claim.inputs.utilization,
     "base_tp": lambda m, g, v: g.base.inputs.tp, "claim_tp": lambda m, g, v: g.claim.inputs.tp,
+    "switched_on": lambda m, g, v: g.switched_on, "when_on": lambda m, g, v: g.speedup_when_on,
+    "evidence_gap": lambda m, g, v: v.evidence_missing, "long_context": lambda m, g, v: m.long_context,
 }
 
 
@@ -44,7 +46,7 @@ def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[l
     """
     cols = {k: np.broadcast_to(np.asarray(f(m, g, v)), m.batch.shape)[idx].tolist() for k, f in _FIELDS.items()}
     keys = list(cols)
-    return [_reasons(dict(zip(keys, values, strict=True)), claim, v.quality_untested)
+    return [_reasons(dict(zip(keys, values, strict=True)), claim, v.quality_untested, v.missing_evidence)
             for values in zip(*cols.values(), strict=True)]
 
 
@@ -72,7 +74,7 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
         effect = "pays" if theo > 1 else "barely moves it"
         return (f"linear layers computed in {claim.change['compute_dtype']}: the step is "
                 f"{fmt_percent(r['bound'])} compute-bound, so a faster dtype {effect}; {bound}")
-    if carries & {"flops"} and r["base_flops"] != r["claim_flops"] and saved_bytes == 0:
+    if carries & {"flops"} and r["base_flops"] != r["claim_flops"] and (saved_bytes == 0 or r["bound"] > 0.5):
         saved = r["base_flops"] - r["claim_flops"]
         return f"saves {fmt_percent(saved / r['base_flops'])} of the FLOPs per step: {bound}"
     if r["bound"] > 0.5:
@@ -82,8 +84,11 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
     return f"{bytes_part}: {bound}"
 
 
-def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[str]:
+def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: tuple[str, ...]) -> list[str]:
     out: list[str] = []
+    if r["evidence_gap"]:
+        relevant = [e for e in missing if e != LONG_CONTEXT or r["long_context"]]
+        out.append("evidence missing: " + "; ".join(relevant))
     base_bytes, claim_bytes = r["base_bytes"], r["claim_bytes"]
     saved = base_bytes - claim_bytes
     mg = r["min_gain"]
@@ -104,7 +109,11 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
                        f"{fmt_percent(r['gate'])} gate")
     untouched = (saved == 0.0 and r["base_flops"] == r["claim_flops"] and r["base_memory"] == r["claim_memory"]
                  and r["base_impl"] == r["claim_impl"])
-    if r["base_util"] != r["claim_util"]:
+    if not r["switched_on"] and r["when_on"] < 1.0:
+        on = f" (on, it would run at {fmt_ratio(r['when_on'])})" if math.isfinite(r["when_on"]) else ""
+        out.append(f"left off here: an operator enables {' and '.join(claim.change)} per deployment, and on this "
+                   f"workload it would be slower than the baseline{on}, so it is priced off (1.000×)")
+    elif r["base_util"] != r["claim_util"]:
         out.append(f"the gain lies outside the step: {fmt_percent(r['base_util'], 0)} → "
                    f"{fmt_percent(r['claim_util'], 0)} of batch slots do useful work, so the end-to-end layer "
                    f"decides: {fmt_ratio(r['e2e'])}")
@@ -123,7 +132,8 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
         out.append(f"no kernel reads the new format in place: reads cost the old bytes, so the "
                    f"implementation gain is {fmt_ratio(r['impl'])}")
     if r["e2e_low"] and not r["theory_low"] and not r["kernel_missing"]:
-        why = ("no gain outside the step either" if r["base_util"] == r["claim_util"] and untouched
+        why = ("switched off where it does not pay" if not r["switched_on"] else
+               "no gain outside the step either" if r["base_util"] == r["claim_util"] and untouched
                else "kernel efficiency and overhead eat the bound")
         out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} threshold ({why})")
     if quality_untested and not math.isfinite(measured_q):
@@ -143,8 +153,8 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool) -> list[st
 
 def decision_reasons(d: Decision, claim: Claim) -> list[str]:
     """Why the decision is what it is: the traffic each verdict carries, the rule, the reproduction cost."""
-    why = [f"{label} on {fmt_percent(share)} of the requests" for label, share in d.shares.items() if share > 0]
-    why.append("GO needs GO cells on at least half the requests, CONDITIONAL needs GO and CONDITIONAL together")
+    why = [f"{d.verdict} by the rule: {d.rule}"]
+    why += [f"{label} on {fmt_percent(share)} of the requests" for label, share in d.shares.items() if share > 0]
     if d.share_only_claim_serves > 0:
         why.append(f"{fmt_percent(d.share_only_claim_serves)} of the requests only the claim can serve")
     if d.share_claim_cannot_serve > 0:

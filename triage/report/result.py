@@ -54,7 +54,7 @@ class Result:
         d = self.evaluation.decision
         saved = (None if d.gpu_seconds_per_request_baseline is None or d.gpu_seconds_per_request_claim is None
                  else (d.gpu_seconds_per_request_baseline - d.gpu_seconds_per_request_claim) * 1e6 / 3600.0)
-        return {"verdict": d.verdict, "shares": d.shares, "share_is": "fraction of requests",
+        return {"verdict": d.verdict, "rule": d.rule, "shares": d.shares, "share_is": "fraction of requests",
                 "weighted_speedup": {"theoretical": d.weighted_theoretical, "end_to_end": d.weighted_end_to_end},
                 "gpu_seconds_per_request": {"baseline": d.gpu_seconds_per_request_baseline,
                                             "claim": d.gpu_seconds_per_request_claim},
@@ -101,6 +101,8 @@ class Result:
             "decision": self.decision(),
             **({"analysis": self.analysis_dict()} if with_analysis else {}),
             "measured": ev.measured,
+            "baseline": {"kind": "paper" if ev.baseline else "current", "setting": ev.baseline,
+                         "fleet_gain_on_current_stack": ev.current_fleet_gain},
             "assumptions": self.assumptions(),
         }
 
@@ -116,9 +118,10 @@ class Result:
         return self.document(None, with_analysis)
 
 
-def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True) -> Result:
+def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True,
+             baseline: str = "current") -> Result:
     """Evaluate a claim card over a workload matrix: see triage.evaluate."""
-    return Result(pipeline.evaluate(card, workloads, model, analyse))
+    return Result(pipeline.evaluate(card, workloads, model, analyse, baseline))
 
 
 def with_measurements(result: Result, path: Path | str) -> Result:

@@ -1,0 +1,88 @@
+"""The decision rules, one test each (README: Decision rules)."""
+
+import pytest
+
+import triage
+
+from conftest import CLAIMS
+
+
+def decide(card, workloads=None, **kw):
+    return triage.evaluate(CLAIMS / card, workloads, analyse=False, **kw).to_dict()
+
+
+def test_no_regret_an_exact_change_never_slower_is_go_even_on_10_percent_of_the_traffic():
+    # prefix caching (exact) on the default matrix: only prefill-2k (10 % of requests) gains; nothing is slower
+    d = decide("radixattention-sglang.yaml")
+    assert d["decision"]["verdict"] == "GO" and d["decision"]["rule"].startswith("no regret")
+    prefill = [c for c in d["cells"] if c["workload"] == "prefill-2k"]
+    assert all(c["speedup"]["end_to_end"] > 5 for c in prefill)
+
+
+def test_an_optional_feature_is_priced_at_the_better_of_on_and_off():
+    # a 64-token Medusa tree: on at batch 1 it pays, at a batch where it is slower it is left off (1.000x),
+    # so the mix decides as well as batch 1 alone does
+    both = {"defaults": {"hardware": "h100-sxm"},
+            "workloads": [{"name": "b1", "context": 4096, "batch": 1, "share": 0.5},
+                          {"name": "b64", "context": 1024, "batch": 64, "share": 0.5}]}
+    alone = {"defaults": {"hardware": "h100-sxm"}, "workloads": [{"name": "b1", "context": 4096, "batch": 1}]}
+    mixed, single = decide("medusa.yaml", both), decide("medusa.yaml", alone)
+    b64 = next(c for c in mixed["cells"] if c["workload"] == "b64")
+    assert b64["speedup"]["end_to_end"] == 1.0 and any(r.startswith("left off here") for r in b64["reasons"])
+    assert mixed["decision"]["verdict"] == single["decision"]["verdict"] == "GO"
+    assert mixed["decision"]["weighted_speedup"]["end_to_end"] > 1.0
+
+
+def test_capacity_is_judged_as_throughput_at_each_sides_largest_batch():
+    # PagedAttention against 60 % KV fragmentation: the largest batch that fits on chat-4k goes 13 -> 33, and the
+    # end-to-end gain is throughput at 33 over throughput at 13
+    w = {"defaults": {"memory_waste": 0.6}, "workloads": [{"name": "chat-4k", "context": 4096, "batch": 16}]}
+    d = decide("pagedattention-vllm.yaml", w)
+    for c in d["cells"]:
+        assert (c["baseline"]["max_batch"], c["claim"]["max_batch"]) == (13, 33)
+        assert c["speedup"]["theoretical"] == 1.0 and c["speedup"]["end_to_end"] > 1.1
+    assert d["decision"]["verdict"] == "GO"
+
+
+def test_a_kernel_change_is_judged_by_the_implementation_layer():
+    # Flash-Decoding against a baseline whose decode attention does not split the KV: bound 1.000x, GO on the
+    # implementation gain
+    w = {"defaults": {"attention": "fused"}, "workloads": [{"name": "doc", "context": 131072, "batch": 1}]}
+    d = decide("flash-decoding.yaml", w)
+    for c in d["cells"]:
+        assert c["speedup"]["theoretical"] == 1.0 and c["speedup"]["implementation"] > 2.0
+        assert c["verdict"] == "GO"
+    assert d["decision"]["verdict"] == "GO"
+
+
+def test_an_eviction_method_without_long_context_evidence_is_no_go_with_the_evidence_named():
+    d = decide("h2o.yaml")
+    doc = [c for c in d["cells"] if c["workload"] == "docqa-128k"]
+    assert all(c["verdict"] == "NO-GO" for c in doc)
+    assert all(any(r.startswith("evidence missing: long-context retrieval") for r in c["reasons"]) for c in doc)
+    assert d["decision"]["verdict"] == "NO-GO"
+
+
+def test_low_bit_weights_need_perplexity_and_a_downstream_task():
+    card = {"id": "w4", "title": "w4", "direction": "weights", "change": {"weight_quant": {"bits": 4, "group_size": 128}},
+            "quality": {"retained": 0.995, "evaluated_on": ["wikitext2"]}}
+    d = triage.evaluate(card, analyse=False).to_dict()
+    assert all(c["verdict"] == "NO-GO" for c in d["cells"])
+    assert any("evidence missing: perplexity and a downstream task" in r for r in d["cells"][0]["reasons"])
+    card["quality"]["evaluated_on"] = ["wikitext2", "mmlu"]
+    assert triage.evaluate(card, analyse=False).to_dict()["decision"]["verdict"] != "NO-GO"
+
+
+def test_the_fleet_gain_below_the_threshold_is_no_go():
+    # tensor parallel over 2 GPUs halves the step but doubles the GPUs: GPU-time per request does not fall
+    d = decide("course-tp2.yaml")
+    assert d["decision"]["weighted_speedup"]["end_to_end"] < 1.1 and d["decision"]["verdict"] == "NO-GO"
+
+
+def test_baseline_paper_prices_against_the_stack_the_paper_improved_on():
+    now = decide("pagedattention-vllm.yaml")
+    then = decide("pagedattention-vllm.yaml", baseline="paper")
+    assert now["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(1.0)
+    assert then["baseline"] == {"kind": "paper", "setting": {"memory_waste": 0.6},
+                                "fleet_gain_on_current_stack": pytest.approx(1.0)}
+    assert then["decision"]["weighted_speedup"]["end_to_end"] > 1.1 and then["decision"]["verdict"] == "GO"
