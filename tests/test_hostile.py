@@ -492,3 +492,36 @@ def test_an_slo_without_its_unit_is_refused_with_a_hint(tmp_path):
     res = run("validate", "-w", w)
     assert res.exit_code == 1
     assert f"{w}:1:24 $.defaults.slo.tpot: a time needs its unit: 50 → '50 ms'?" in res.stderr
+
+
+@pytest.mark.parametrize("change,message", [
+    ("{speculative: {tokens_per_step: 64, verify_tokens: 1, draft_cost: 0.01}}", "cannot accept more tokens"),
+    ("{sparsity: {pattern: '5:4'}}", "N must be below M"),
+    ("{kv_heads: 64}", "does not reduce the KV heads"),
+])
+def test_impossible_mechanism_values_are_refused(tmp_path, change, message):
+    c = card(tmp_path, f"id: x\ntitle: x\ndirection: cache\nchange: {change}\n")
+    res = run("run", c)
+    assert res.exit_code == 1 and message in res.stderr
+
+
+def test_stacked_cards_need_distinct_ids(tmp_path):
+    card(tmp_path, KV2X, "a.yaml")
+    card(tmp_path, KV2X.replace("kv_bytes: 0.5", "kv_bytes: 0.9"), "b.yaml")
+    res = run("run", tmp_path / "a.yaml", tmp_path / "b.yaml", "--stack")
+    assert res.exit_code == 1 and "two stacked cards have the id 'kv2x'" in res.stderr
+
+
+def test_a_vanishing_measured_throughput_is_a_user_error_in_any_format(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("model,hardware,context,batch,tokens_per_s\nllama-2-7b,a100-80gb,1024,1,5e-324\n")
+    for fmt in ("md", "json"):
+        assert run("calibrate", f, "-f", fmt, seconds=5).exit_code == 1
+
+
+def test_yaml_dates_are_text_and_binary_is_refused(tmp_path):
+    c = card(tmp_path, KV2X.replace("year: 2026", "year: 2001-12-14"))
+    assert "expected an integer, got '2001-12-14'" in run("validate", c).stderr
+    c = card(tmp_path, KV2X.replace("title: 2x KV-cache compression", "title: !!binary aGVsbG8="))
+    res = run("validate", c)
+    assert res.exit_code == 1 and "binary data" in res.stderr and "hello" not in res.stderr

@@ -64,7 +64,8 @@ def test_an_eviction_method_without_long_context_evidence_is_no_go_with_the_evid
 
 
 def test_low_bit_weights_need_perplexity_and_a_downstream_task():
-    card = {"id": "w4", "title": "w4", "direction": "weights", "change": {"weight_quant": {"bits": 4, "group_size": 128}},
+    card = {"id": "w4", "title": "w4", "direction": "weights",
+            "change": {"weight_quant": {"bits": 4, "group_size": 128}},
             "quality": {"retained": 0.995, "evaluated_on": ["wikitext2"]}}
     d = triage.evaluate(card, analyse=False).to_dict()
     assert all(c["verdict"] == "NO-GO" for c in d["cells"])

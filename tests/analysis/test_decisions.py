@@ -284,3 +284,31 @@ def test_the_paper_check_prices_batch_utilization():
     assert check["bound"] == pytest.approx(1 / 0.6)
     assert check["exceeds_bound"] is False
     assert check["setting"]["batch_utilization"] == 0.6
+
+
+def _measure(tmp_path, rows, card="kv2x.yaml", workloads=None):
+    f = tmp_path / "m.csv"
+    f.write_text("workload,variant,hardware,tpot,quality\n" + "".join(r + "\n" for r in rows))
+    return with_measurements(triage.evaluate(CLAIMS / card, workloads), f)
+
+
+def test_a_measured_quality_of_zero_is_below_the_gate(tmp_path):
+    r = _measure(tmp_path, ["docqa-128k,baseline,a100-80gb,52 ms,0.7", "docqa-128k,claim,a100-80gb,30 ms,0"])
+    assert cell(r, "docqa-128k", "a100-80gb")["verdict"] == "NO-GO"
+
+
+def test_measured_times_are_priced_like_predicted_ones_idle_slots_included(tmp_path):
+    # continuous batching on a fleet at 50 % useful slots, measured TPOT equal on both sides: the gain is the
+    # slots (1 / 0.5 = 2.0x), as predicted, not 1.0x
+    w = {"defaults": {"batch_utilization": 0.5, "hardware": "a100-80gb"},
+         "workloads": [{"name": "chat", "context": 4096, "batch": 32}]}
+    r = _measure(tmp_path, ["chat,baseline,a100-80gb,40 ms,", "chat,claim,a100-80gb,40 ms,"],
+                 "course-continuous-batching.yaml", w)
+    assert cell(r, "chat")["speedup"]["end_to_end"] == pytest.approx(2.0)
+    assert r.to_dict()["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(2.0)
+
+
+def test_a_baseline_measured_alone_does_not_mix_measured_and_predicted(tmp_path):
+    before = triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()["decision"]["weighted_speedup"]["end_to_end"]
+    r = _measure(tmp_path, ["chat-4k,baseline,a100-80gb,9.0 ms,"])
+    assert r.to_dict()["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(before)

@@ -78,3 +78,16 @@ def test_capacities_are_exact_bytes():
 def test_every_model_entry_has_a_source():
     doc = load_file(catalog_file("models.yaml"))
     assert all(entry.get("source") for entry in doc.data.values())
+
+
+def test_a_grid_share_is_split_over_its_phases_and_cells_weigh_alike_without_shares():
+    from conftest import load_workloads
+
+    m = load_workloads({"workloads": [{"name": "chat", "context": 4096, "share": 0.5}],
+                        "grid": {"phase": ["decode", "prefill"], "context": [1024, 2048], "share": 0.5}})
+    assert m.share.sum() == pytest.approx(1.0)
+    assert m.share[m.block_idx == 0].sum() == pytest.approx(0.5)          # the workload keeps its half
+    assert m.share[m.block_idx > 0].sum() == pytest.approx(0.5)           # both phases of the grid: half together
+    plain = load_workloads({"defaults": {"hardware": "h100-sxm"}, "workloads": [{"name": "one", "context": 4096}],
+                            "grid": {"context": [1024, 2048, 4096, 8192]}})
+    assert list(plain.share) == pytest.approx([0.2] * 5)                   # five cells, alike

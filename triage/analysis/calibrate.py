@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -137,7 +138,10 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
             measured = units.parse(raw["tpot"], "time")
         except units.UnitError as exc:
             raise UserError([Problem(file, line, 1, "$.tpot", str(exc))]) from None
-    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp}, measured_s=measured,
+    if not (math.isfinite(measured) and 1e-9 <= measured <= 3600.0):
+        raise UserError([Problem(file, line, 1, "$.tokens_per_s" if raw.get("tokens_per_s") else "$.tpot",
+                                 "the row's step time is not between 1 ns and an hour")])
+    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights}, measured_s=measured,
                flops=np.array([float(cost.flops[k][0]) / float(cost.peak_mult[k]) for k in GROUPS]),
                bytes=np.array([float(cost.bytes[k][0]) for k in GROUPS]),
                peak=float(np.broadcast_to(hw.peak, (1,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (1,))[0]),

@@ -75,9 +75,11 @@ def decide(m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> Decision:
     """The fleet's decision: on the fleet gain (GPU-time for the same requests), with a no-regret rule for an
     exact change that is never slower; the shares say what each cell verdict carries."""
     shares = {label: float(m.share[v.code == code].sum()) for code, label in enumerate(LABELS)}
-    theo, _, _ = fleet_gain(g.base_request_theoretical_s, g.claim_request_theoretical_s, m.share)
     gain, base_s, claim_s = fleet_gain(g.base_request_s, g.claim_request_s, m.share)
     base_ok, claim_ok = np.isfinite(g.base_request_s), np.isfinite(g.claim_request_s)
+    # the bound over the same requests as the end-to-end gain (the cells both sides serve)
+    served_cells = np.where(base_ok & claim_ok, 1.0, np.nan)
+    theo, _, _ = fleet_gain(g.base_request_theoretical_s * served_cells, g.claim_request_theoretical_s, m.share)
     served = float(m.share[base_ok & claim_ok].sum())
     verdict, rule = _rule(m, claim, g, v, gain, shares)
     return Decision(verdict, shares, theo, gain, claim.gpu_hours,

@@ -122,26 +122,34 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     steps = np.broadcast_to(np.where(m.decode, m.column("output_tokens"), 1.0), (n,))
     gpus_b = np.broadcast_to(g.base.inputs.tp, (n,))
     gpus_c = np.broadcast_to(g.claim.inputs.tp, (n,))
+    util_b = np.broadcast_to(g.base.inputs.utilization, (n,))
+    util_c = np.broadcast_to(g.claim.inputs.utilization, (n,))
     for (name, hw), entry in sorted(found.items()):
         i = entry["cell"]
         metric = "tpot" if m.decode[i] else "ttft"
         base, claim = entry.get("baseline", {}), entry.get("claim", {})
         measured = None
-        if base.get(metric):
-            base_req[i] = steps[i] * base[metric] * gpus_b[i] / m.batch[i]
-        if claim.get(metric):
+        if claim.get(metric) is not None:
             claim_s[i] = claim[metric]
-            claim_req[i] = steps[i] * claim[metric] * gpus_c[i] / m.batch[i]
-        if base.get(metric) and claim.get(metric):
-            measured = base[metric] / claim[metric]
+        if base.get(metric) is not None and claim.get(metric) is not None:
+            # measured step times, per useful token as the model prices them (idle batch slots included), for the
+            # speedup and the fleet's GPU-time; only where both sides were measured, never one measured and one
+            # predicted
+            t_base, t_claim = base[metric] / util_b[i], claim[metric] / util_c[i]
+            base_req[i] = steps[i] * t_base * gpus_b[i] / m.batch[i]
+            claim_req[i] = steps[i] * t_claim * gpus_c[i] / m.batch[i]
+            measured = t_base / t_claim
             e2e[i] = measured
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
         lost = None
-        if measured is not None:
+        if measured is not None and measured > theo * 1.05:
+            lost = "nothing: the measured gain exceeds the bound (a slower baseline, or a setting that differs)"
+        elif measured is not None:
             kernel_loss, system_loss = theo / impl, impl / measured
             lost = ("implementation (kernels below the bound)" if kernel_loss >= system_loss
                     else "end-to-end (serving overheads, batching, launch)")
-        quality = (claim.get("quality") / base["quality"]) if claim.get("quality") and base.get("quality") else None
+        quality = (claim["quality"] / base["quality"]) if claim.get("quality") is not None and base.get("quality") \
+            else None
         if quality is not None:
             quality_ratio[i] = quality
         comparisons.append({"workload": name, "hardware": hw, "metric": metric,
@@ -153,6 +161,9 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
                             "lost_in": lost})
     new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req)
     new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s)
-    return replace(result, gaps=new_gaps, verdicts=new_verdicts,
+    # the sensitivity was computed from the card's predictions; with measurements in the verdicts it would
+    # contradict them, so it is dropped (the memo says the verdicts rest on measurements)
+    analysis = replace(result.analysis, sensitivity=()) if result.analysis is not None else None
+    return replace(result, gaps=new_gaps, verdicts=new_verdicts, analysis=analysis,
                    decision=decision.decide(m, result.claim, new_gaps, new_verdicts),
                    measured={"source": str(path), "workloads": comparisons})

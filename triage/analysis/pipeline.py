@@ -45,6 +45,18 @@ def paper_baseline(claim: Claim) -> dict[str, Any]:
     return {k: setting[k] for k in PAPER_BASELINE_KEYS if k in setting}
 
 
+def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
+    """A change that cannot act on the matrix's models is an error, never a quiet 1.00x (or a growth)."""
+    n = claim.change.get("kv_heads")
+    if n is None:
+        return
+    heads = [mod.num_key_value_heads for mod in m.models if not mod.is_mla]
+    if heads and n >= max(heads):
+        raise UserError([Problem(claim.file, path="$.change.kv_heads", message=(
+            f"kv_heads {n} does not reduce the KV heads of any model here (at most {max(heads)}): GQA/MQA keeps "
+            f"fewer heads than the model has"))])
+
+
 def _check_physical(g: layers.Gaps) -> None:
     """Inputs are bounded, so every time, byte and FLOP count is finite and >= 0; anything else is a bug in
     triage (exit 3), never a 'nan' or 'inf' printed in a memo."""
@@ -75,6 +87,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             + ", ".join(PAPER_BASELINE_KEYS)))])
     m, resolved = load_matrix(source, cat, model, overrides or None)   # build
     models = resolved.models
+    _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
     v = verdicts.decide(m, claim, g)                                # judge

@@ -122,12 +122,15 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
 
 
 def _best(v: layers.Variant, rows: slice, slo: np.ndarray, per_step: np.ndarray) -> SloSide:
-    t = v.time_end_to_end[rows]
-    ok = v.fits[rows] & ~(t > slo)                        # a NaN SLO meets everything
+    """The largest batch that fits and whose step meets the SLO, and its tokens/s per GPU."""
+    t = np.broadcast_to(v.time_end_to_end, v.fits.shape)[rows]
+    step = t * np.broadcast_to(v.inputs.utilization, v.fits.shape)[rows]      # TPOT: a step's time
+    gpus = np.broadcast_to(v.inputs.tp, v.fits.shape)[rows]
+    ok = v.fits[rows] & ~(step > slo)                     # a NaN SLO meets everything
     if not ok.any():
         return SloSide(0, 0.0, None)
     j = int(np.flatnonzero(ok)[-1])
-    return SloSide(int(SLO_BATCHES[j]), float(per_step[j] / t[j]), float(t[j]))
+    return SloSide(int(SLO_BATCHES[j]), float(per_step[j] / t[j] / gpus[j]), float(step[j]))
 
 
 def slo_throughput(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[SloThroughput, ...]:

@@ -11,6 +11,7 @@ import click
 from ..errors import Problem, UserError
 from ..inputs import cards as cards_mod
 from ..inputs import catalog, workloads
+from ..io.files import new_run
 from .common import EXIT_USER, FILE, guard, info, report
 
 
@@ -34,11 +35,13 @@ def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str)
     cat = catalog.load()
     problems: list[Problem] = []
     for path in cards:
+        new_run()                               # each file is its own run: the read limits apply per card
         try:
             cards_mod.load(path, cat)
         except UserError as err:
             problems += err.problems
     for path in workload_files:
+        new_run()
         try:
             workloads.load(path, cat)
         except UserError as err:

@@ -47,6 +47,20 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
     spec = change.get("speculative")
     if spec is not None and ("draft_model" in spec) == ("draft_cost" in spec):
         problems.append(doc.problem(("change", "speculative"), "give a draft_model or a draft_cost (not both)"))
+    if isinstance(spec, dict) and "tokens_per_step" in spec and "verify_tokens" in spec \
+            and spec["tokens_per_step"] > spec["verify_tokens"] + 1:
+        problems.append(doc.problem(("change", "speculative", "tokens_per_step"), (
+            "a step cannot accept more tokens than it verifies plus the bonus token (verify_tokens + 1)")))
+    if isinstance(spec, dict) and spec.get("draft_passes") == 0 and not spec.get("draft_model") \
+            and not spec.get("draft_cost"):
+        problems.append(doc.problem(("change", "speculative"), "a draft that costs nothing and runs no pass is "
+                                                               "not a draft: give draft_passes or a draft_cost"))
+    pattern = change.get("sparsity", {}).get("pattern") if isinstance(change.get("sparsity"), dict) else None
+    if isinstance(pattern, str) and ":" in pattern:
+        n, m = (int(x) for x in pattern.split(":"))
+        if n >= m:
+            problems.append(doc.problem(("change", "sparsity", "pattern"), (
+                f"{pattern} keeps {n} of every {m} weights: N must be below M")))
     claim = data.get("claim", {})
     if "speedup" in claim and "metric" not in claim:
         problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))

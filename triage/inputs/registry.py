@@ -11,8 +11,6 @@ from typing import Any
 
 from ..io.yamlio import load_file
 
-COMPOSE = ("product", "exclusive")
-
 
 @dataclass(frozen=True)
 class MechanismInfo:

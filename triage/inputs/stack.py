@@ -20,6 +20,10 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
     """One claim with every card's change; implementation at the weakest card's; quality risks multiplied."""
     if len(claims) < 2:
         raise UserError([Problem("--stack", path="", message="stacking needs at least two cards")])
+    ids = [c.id for c in claims]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        raise UserError([Problem(c.file, path="$.id", message=f"two stacked cards have the id {dup!r}: give each "
+                                                              f"its own") for c in claims if c.id == dup])
     change: dict[str, Any] = {}
     owner: dict[str, str] = {}
     problems = []

@@ -81,7 +81,9 @@ def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str
         want = sch.get("x-expected", f"text matching {err.validator_value}")
         return [(path, f"expected {want}, got {_describe(value)}", False)]
     if v in ("minItems", "minLength", "minProperties"):
-        return [(path, "must not be empty", False)]
+        least = err.validator_value
+        what = {"minItems": "items", "minLength": "characters", "minProperties": "keys"}[v]
+        return [(path, "must not be empty" if least == 1 else f"needs at least {least} {what}", False)]
     if v in ("oneOf", "anyOf"):
         expected = sch.get("x-expected")
         if expected is None and err.context:

@@ -234,7 +234,8 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
         if gname in names:
             problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
         for phase in phases:
-            blocks.append((Block(_settings({**merged, "phase": phase, "share": grid.get("share", 0.0)}, gname,
+            share = grid.get("share", 0.0) / len(phases)          # the grid's share, split over its phases
+            blocks.append((Block(_settings({**merged, "phase": phase, "share": share}, gname,
                                            "Cartesian sweep"), tuple(map(float, contexts)), tuple(map(float, batches))),
                            ("grid",)))
     if not blocks:

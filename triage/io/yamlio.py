@@ -93,7 +93,8 @@ def _loader_class(base: Any) -> Any:
     floats, 010 is ten, 1:30 and 1_000 are text (YAML 1.1 read them as 8, 90 and 1000)."""
     cls: Any = type(f"Strict{base.__name__}", (_CountingComposer, _StrictConstructor, base), {})
     cls.yaml_implicit_resolvers = {
-        ch: [r for r in rs if r[0] not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")]
+        ch: [r for r in rs if r[0] not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int",
+                                           "tag:yaml.org,2002:timestamp")]        # YAML 1.2: a date is text
         for ch, rs in base.yaml_implicit_resolvers.items()
     }
     cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_1_2, list("-+0123456789."))
@@ -189,6 +190,8 @@ def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]
             _check_values(v, path + (i,), doc, problems)
     elif isinstance(data, bool):
         return
+    elif isinstance(data, (bytes, bytearray)):
+        problems.append(doc.problem(path, "binary data (!!binary) is not allowed"))
     elif isinstance(data, float) and not math.isfinite(data):
         problems.append(doc.problem(path, f"expected a finite number, got {data}"))
     elif isinstance(data, int) and abs(data) > MAX_INTEGER:

@@ -107,7 +107,7 @@ def build(workloads: Workloads) -> Matrix:
             ctx, bat = np.array([float(s.context)]), np.array([float(s.batch)])
         per = ctx.size
         n = per * len(combos)
-        share_total = (s.share or 0.0) if explicit_share else 1.0
+        share_total = (s.share or 0.0) if explicit_share else float(n)     # no shares given: every cell alike
         cols["model"].append(np.repeat([m_index[m] for m, _ in combos], per))
         cols["hardware"].append(np.repeat([h_index[h] for _, h in combos], per))
         cols["block"].append(np.full(n, n_block))

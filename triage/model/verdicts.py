@@ -93,7 +93,9 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     touches_kv = "attention" in touched_groups(claim.change) and claim.quality_retained != 1.0
     long_untested = m.long_context & (not claim.long_context_tested) & touches_kv
     with np.errstate(invalid="ignore"):
-        slo_missed = np.where(np.isfinite(mt), mt, g.claim.time_end_to_end) > g.slo      # NaN SLO compares False
+        # TPOT is a step's time (idle batch slots cost throughput, not latency); NaN SLO compares False
+        step = g.claim.time_end_to_end * g.claim.inputs.utilization
+        slo_missed = np.where(np.isfinite(mt), mt, step) > g.slo
 
     code = np.full(len(m), GO)
     cond = ((retained is None) & ~has_mq) | long_untested | slo_missed

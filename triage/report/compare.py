@@ -20,10 +20,11 @@ from .templates import Trusted, render
 
 
 def _gains(ev: Evaluation) -> np.ndarray:
-    """Per cell: the end-to-end gain, the bound where end-to-end is undefined, 0 where neither is."""
+    """Per cell: the end-to-end gain, the bound where end-to-end is undefined, 0 where neither is or the claim
+    does not fit."""
     g = ev.gaps
     gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
-    return np.where(np.isfinite(gain), gain, 0.0)
+    return np.where(np.isfinite(gain) & g.claim.fits, gain, 0.0)      # no credit where the claim cannot serve
 
 
 def comparison(results: list[Result]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A sweep as data: every cell one row, columns named as the JSON cells' fields, flattened with dots.
 
-CSV is written by pyarrow's C++ writer when the ``frame`` extra is installed,
-else by the standard library's csv module (same bytes, slower); Parquet needs
-pyarrow. Both stream into the output file: no per-cell Python objects beyond
+CSV is written by pyarrow's C++ writer when the ``frame`` extra is installed
+(strings quoted, floats in its shortest form), else by the standard library's
+csv module (the same columns and values, formatted the Python way; slower);
+Parquet needs pyarrow. Both stream into the output file: no per-cell Python objects beyond
 one row at a time.
 """
 
