@@ -87,3 +87,24 @@ def test_baseline_paper_prices_against_the_stack_the_paper_improved_on():
     assert then["baseline"] == {"kind": "paper", "setting": {"memory_waste": 0.6},
                                 "fleet_gain_on_current_stack": pytest.approx(1.0)}
     assert then["decision"]["weighted_speedup"]["end_to_end"] > 1.1 and then["decision"]["verdict"] == "GO"
+
+
+def test_a_method_that_needs_what_the_stack_does_not_have_is_no_go_there():
+    # H2O ranks tokens by attention scores, which a fused kernel never writes: incompatible with the default
+    # (split, fused) stacks, compatible with eager attention
+    fused = decide("h2o.yaml")
+    assert all(c["verdict"] == "NO-GO" and c["reasons"][0].startswith("incompatible with this stack: needs attention "
+                                                                       "scores") for c in fused["cells"])
+    eager = decide("h2o.yaml", {"defaults": {"attention": "eager"}, "workloads": [{"name": "chat", "context": 4096}]})
+    assert not any(r.startswith("incompatible") for c in eager["cells"] for r in c["reasons"])
+
+
+def test_a_declared_conflict_with_the_stack_is_no_go_and_named():
+    card = {"id": "evict", "title": "eviction", "direction": "cache", "change": {"kv_tokens": {"keep": 0.5}},
+            "quality": {"retained": 0.99, "long_context_tested": True}, "conflicts": ["prefix_caching"]}
+    w = {"workloads": [{"name": "shared", "context": 4096, "stack": ["prefix_caching"], "share": 0.5},
+                       {"name": "plain", "context": 4096, "share": 0.5}]}
+    cells = {c["workload"]: c for c in triage.evaluate(card, w, analyse=False).to_dict()["cells"]}
+    assert cells["shared"]["verdict"] == "NO-GO"
+    assert "cannot run beside prefix caching, which this stack uses" in cells["shared"]["reasons"][0]
+    assert not any("incompatible" in r for r in cells["plain"]["reasons"])

@@ -58,6 +58,8 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None,
     exact = claim.quality_retained == 1.0 and not np.any(np.isfinite(v.measured_quality) & v.quality_fail)
     if quality_fail > 0:
         return "NO-GO", "quality below the gate on part of the requests"
+    if v.incompatible.size and float(m.share[v.incompatible].sum()) >= 0.5:
+        return "NO-GO", "the method cannot run in the stack that serves most of the requests"
     if float(m.share[v.evidence_missing].sum()) > 0:
         return "NO-GO", "evidence the method class needs is missing (see the workloads' reasons)"
     if exact and never_slower and gain > 1.0:

@@ -136,4 +136,5 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> 
         evaluated_on=tuple(quality.get("evaluated_on", ())),
         long_context_tested=quality.get("long_context_tested", False),
         gpus=cost.get("gpus"), weeks=cost.get("weeks"),
+        requires=tuple(d.get("requires", ())), conflicts=tuple(d.get("conflicts", ())),
     )

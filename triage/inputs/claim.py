@@ -27,6 +27,8 @@ class Claim:
     long_context_tested: bool = False
     gpus: int | None = None
     weeks: float | None = None
+    requires: tuple[str, ...] = ()             # from the serving stack: attention_scores
+    conflicts: tuple[str, ...] = ()            # serving features it cannot run beside
     gpu_hours_total: float | None = None       # a stack: the sum of its cards'
     stacked: tuple[Claim, ...] = ()            # the cards a stack composes
 
@@ -52,5 +54,6 @@ class Claim:
             "quality": {"retained": self.quality_retained, "evaluated_on": list(self.evaluated_on),
                         "long_context_tested": self.long_context_tested},
             "cost": {"gpus": self.gpus, "weeks": self.weeks, "gpu_hours": self.gpu_hours},
+            "requires": list(self.requires), "conflicts": list(self.conflicts),
             "stacked": [c.id for c in self.stacked],
         }

@@ -63,4 +63,6 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         gpus=None, weeks=None,
         gpu_hours_total=sum(h for h in hours if h is not None) if any(h is not None for h in hours) else None,
         stacked=tuple(claims),
+        requires=tuple(sorted({r for c in claims for r in c.requires})),
+        conflicts=tuple(sorted({x for c in claims for x in c.conflicts})),
     )

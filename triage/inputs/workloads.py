@@ -48,6 +48,7 @@ class Settings:
     tp: int
     batch_utilization: float
     output_tokens: int                # a decode request's steps; a prefill request is one prompt
+    stack: tuple[str, ...]            # serving features the workload's stack uses
     long_context: bool | None
     share: float | None
 
@@ -127,6 +128,7 @@ def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
         tp=merged["tp"],
         batch_utilization=merged["batch_utilization"],
         output_tokens=merged["output_tokens"],
+        stack=tuple(merged.get("stack", ())),
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )

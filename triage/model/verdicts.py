@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,6 +43,22 @@ class Verdicts:
     measured_claim_s: np.ndarray        # the claim's TPOT/TTFT as measured, NaN where not measured
     evidence_missing: np.ndarray        # a required piece of evidence (missing_evidence) is missing on this cell
     missing_evidence: tuple[str, ...] = ()
+    incompatible: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # cannot run in this stack
+
+
+def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
+    """What keeps the method from running in a workload's stack: attention scores a fused kernel never writes,
+    serving features the card says it cannot run beside."""
+    out = [f"needs {need.replace('_', ' ')}, which {attention} attention never writes to memory"
+           for need in claim.requires if need == "attention_scores" and attention != "eager"]
+    out += [f"cannot run beside {feature.replace('_', ' ')}, which this stack uses"
+            for feature in claim.conflicts if feature in stack]
+    return out
+
+
+def _incompatible(m: Matrix, claim: Claim) -> np.ndarray:
+    per_block = np.array([bool(conflicts(claim, b.attention, b.stack)) for b in m.blocks])
+    return per_block[m.block_idx]
 
 
 def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None = None,
@@ -102,7 +118,8 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     code = np.where(cond, CONDITIONAL, code)
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
-    code = np.where(theory_low | quality_fail | evidence_gap, NO_GO, code)
+    incompatible = _incompatible(m, claim)
+    code = np.where(theory_low | quality_fail | evidence_gap | incompatible, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None, long_untested, slo_missed, mq, mt, evidence_gap, tuple(missing))
+                    retained is None, long_untested, slo_missed, mq, mt, evidence_gap, tuple(missing), incompatible)

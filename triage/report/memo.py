@@ -124,7 +124,8 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     v, m = result.evaluation.verdicts, result.matrix
     names = m.labels("blocks")
     not_go = v.code != GO
-    facts = [("the claim does not fit memory at the workload's batch", v.code == DOES_NOT_FIT),
+    facts = [("the method cannot run in this stack", v.incompatible),
+             ("the claim does not fit memory at the workload's batch", v.code == DOES_NOT_FIT),
              ("quality below the gate", v.quality_fail),
              ("the bound is below the min_gain threshold", v.theory_low),
              ("no kernel reads the new format", v.kernel_missing),

@@ -14,7 +14,7 @@ from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
-from ..model.verdicts import Verdicts
+from ..model.verdicts import Verdicts, conflicts
 
 _FIELDS = {
     "batch": lambda m, g, v: m.batch, "decode": lambda m, g, v: m.decode,
@@ -40,12 +40,18 @@ _FIELDS = {
 }
 
 
+def _conflict_text(m: Matrix, claim: Claim) -> list[str]:
+    """Per block: the incompatibility sentence, or ''."""
+    return ["; ".join(conflicts(claim, b.attention, b.stack)) for b in m.blocks]
+
+
 def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[list[str]]:
     """The sentences that explain each verdict of the cells ``idx``, most decisive first.
 
     Every array is converted to Python values once for the block, not indexed cell by cell.
     """
     cols = {k: np.broadcast_to(np.asarray(f(m, g, v)), m.batch.shape)[idx].tolist() for k, f in _FIELDS.items()}
+    cols["conflict"] = np.asarray(_conflict_text(m, claim))[m.block_idx][idx].tolist()
     keys = list(cols)
     return [_reasons(dict(zip(keys, values, strict=True)), claim, v.quality_untested, v.missing_evidence)
             for values in zip(*cols.values(), strict=True)]
@@ -87,6 +93,8 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
 
 def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: tuple[str, ...]) -> list[str]:
     out: list[str] = []
+    if r["conflict"]:
+        out.append(f"incompatible with this stack: {r['conflict']}")
     if r["evidence_gap"]:
         relevant = [e for e in missing if e != LONG_CONTEXT or r["long_context"]]
         out.append("evidence missing: " + "; ".join(relevant))
