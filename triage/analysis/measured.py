@@ -22,7 +22,7 @@ from ..errors import Problem, UserError
 from ..inputs import units
 from ..io.files import read_text
 from ..io.jsonio import load_json
-from ..model import verdicts
+from ..model import layers, verdicts
 from . import decision
 from .evaluation import Evaluation
 
@@ -119,7 +119,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     n = len(m)
     quality_ratio, claim_s = np.full(n, np.nan), np.full(n, np.nan)
     base_req, claim_req = np.array(g.base_request_s, dtype=float), np.array(g.claim_request_s, dtype=float)
-    steps = np.broadcast_to(np.where(m.decode, m.column("output_tokens"), 1.0), (n,))
+    steps = np.broadcast_to(layers.steps_per_request(m), (n,))
     gpus_b = np.broadcast_to(g.base.inputs.tp, (n,))
     gpus_c = np.broadcast_to(g.claim.inputs.tp, (n,))
     util_b = np.broadcast_to(g.base.inputs.utilization, (n,))
@@ -136,8 +136,8 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
             # speedup and the fleet's GPU-time; only where both sides were measured, never one measured and one
             # predicted
             t_base, t_claim = base[metric] / util_b[i], claim[metric] / util_c[i]
-            base_req[i] = steps[i] * t_base * gpus_b[i] / m.batch[i]
-            claim_req[i] = steps[i] * t_claim * gpus_c[i] / m.batch[i]
+            base_req[i] = layers.request_seconds(steps[i], t_base, gpus_b[i], m.batch[i])
+            claim_req[i] = layers.request_seconds(steps[i], t_claim, gpus_c[i], m.batch[i])
             measured = t_base / t_claim
             e2e[i] = measured
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])

@@ -167,6 +167,16 @@ def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any
                    t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction)
 
 
+def steps_per_request(m: Matrix) -> np.ndarray:
+    """Steps one request takes: output_tokens for a decode workload, one for a prefill (its prompt)."""
+    return np.where(m.decode, m.column("output_tokens"), 1.0)
+
+
+def request_seconds(steps: Any, step_s: Any, gpus: Any, batch: Any) -> np.ndarray:
+    """GPU-seconds of one request: steps × step time × GPUs of the replica ÷ the sequences a step serves."""
+    return np.asarray(steps * step_s * gpus / batch, dtype=float)
+
+
 def _either(on: np.ndarray, new: Variant, base: Variant) -> Variant:
     """The claim where ``on``, the baseline elsewhere (an optional feature switched off)."""
     def pick(a: Any, b: Any) -> np.ndarray:
@@ -303,7 +313,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     e2e_batch[~base.fits & ~rescue] = np.nan
 
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
-    steps = np.where(m.decode, m.column("output_tokens"), 1.0)
+    steps = steps_per_request(m)
     gpus_b, gpus_c = base_x.tp, claim_x.tp
     claim_batch = m.batch
     claim_step = new.time_end_to_end
@@ -322,11 +332,12 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         claim_batch = np.where(b1 >= 1, b1, np.nan)
         claim_step = at1.time_end_to_end
     with np.errstate(invalid="ignore"):
-        base_req = steps * base_step * gpus_b / e2e_batch
+        base_req = request_seconds(steps, base_step, gpus_b, e2e_batch)
         claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
-                             steps * claim_step * gpus_c / claim_batch, np.nan)
+                             request_seconds(steps, claim_step, gpus_c, claim_batch), np.nan)
     return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
-                np.broadcast_to(steps * base.time_theoretical * gpus_b / m.batch, m.batch.shape),
-                np.broadcast_to(steps * new.time_theoretical * gpus_c / m.batch, m.batch.shape), switched_on,
+                np.broadcast_to(request_seconds(steps, base.time_theoretical, gpus_b, m.batch), m.batch.shape),
+                np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
+                switched_on,
                 np.broadcast_to(when_on, m.batch.shape))
