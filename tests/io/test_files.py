@@ -32,3 +32,18 @@ def test_json_nesting_is_bounded():
     assert fifty == []
     with pytest.raises(UserError, match="nesting deeper than 50 levels"):
         load_json("[" * 51 + "]" * 51, "deep.json")
+
+
+def test_the_python_api_reads_afresh_for_every_evaluation(tmp_path):
+    # a notebook that evaluates thousands of cards must not run into one run's file limit
+    import triage
+    from triage.defaults import LIMITS
+    from triage.io import files
+
+    for i in range(3):
+        (tmp_path / f"w{i}.yaml").write_text("workloads: [{name: w, context: 4096}]\n")
+    files.READS.files.update(f"/fake/{n}" for n in range(LIMITS.run_files))       # a long session's reads
+    for i in range(3):
+        triage.evaluate({"id": "t", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}},
+                        tmp_path / f"w{i}.yaml", analyse=False)
+    assert len(files.READS.files) == 1

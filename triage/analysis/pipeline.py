@@ -11,6 +11,7 @@ from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
 from ..inputs.stack import stack
+from ..io.files import new_evaluation
 from ..model import layers, matrix, verdicts
 from . import decision, papercheck, regions
 from .evaluation import Evaluation
@@ -78,6 +79,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     baseline keys over every workload) and reports the gain on today's stack beside it. Bad input raises
     triage.UserError listing every problem.
     """
+    new_evaluation()
     cat = catalog.load()
     claim = load_claim(card, cat)                                   # load
     overrides = paper_baseline(claim) if baseline == "paper" else {}

@@ -91,7 +91,7 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         ctx = click.get_current_context()
-        new_run()
+        new_run(command=True)
         for stream in (sys.stdout, sys.stderr):       # never a traceback for a character the terminal lacks
             if isinstance(stream, io.TextIOWrapper):
                 stream.reconfigure(errors="backslashreplace")

@@ -35,13 +35,13 @@ def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str)
     cat = catalog.load()
     problems: list[Problem] = []
     for path in cards:
-        new_run()                               # each file is its own run: the read limits apply per card
+        new_run(command=True)                   # each file is its own run: the read limits apply per card
         try:
             cards_mod.load(path, cat)
         except UserError as err:
             problems += err.problems
     for path in workload_files:
-        new_run()
+        new_run(command=True)
         try:
             workloads.load(path, cat)
         except UserError as err:

@@ -159,14 +159,25 @@ class ReadLog:
 READS = ReadLog()
 
 
-def new_run() -> ReadLog:
-    """Start counting a new run's reads (the CLI calls it once per command)."""
-    global READS
+_COMMAND = False      # a CLI command is running: its reads accumulate until it ends
+
+
+def new_run(command: bool = False) -> ReadLog:
+    """Start counting a new run's reads: once per CLI command (``command=True``, every evaluation inside it
+    adds to the same log), or once per Python API evaluation."""
+    global READS, _COMMAND
     READS = ReadLog()
+    _COMMAND = command
     return READS
 
 
-def read_bytes(path: Path | str, label: str | None = None) -> bytes:
+def new_evaluation() -> None:
+    """An evaluation starts: outside a CLI command (the Python API, a notebook) it is a run of its own."""
+    if not _COMMAND:
+        new_run()
+
+
+def read_bytes(path: Path | str, label: str | None = None, record: bool = True) -> bytes:
     """At most MAX_BYTES of a regular file, counted as they are read (a device or /proc file's size says
     nothing); devices, pipes, sockets and directories are refused without reading, so nothing blocks."""
     label = label or str(path)
@@ -196,14 +207,15 @@ def read_bytes(path: Path | str, label: str | None = None) -> bytes:
         os.close(fd)
     if size > MAX_BYTES:
         raise UserError([Problem(label, path="", message=f"file is over the {MAX_BYTES // 1024} KiB limit")])
-    READS.record(str(path), size, label)
+    if record:                                  # the package's own data files do not count against a run
+        READS.record(str(path), size, label)
     return b"".join(chunks)
 
 
-def read_text(path: Path | str, label: str | None = None) -> str:
+def read_text(path: Path | str, label: str | None = None, record: bool = True) -> str:
     """A UTF-8 text file of at most MAX_BYTES (read_bytes), or UserError naming it; contents never echoed."""
     label = label or str(path)
-    raw = read_bytes(path, label)
+    raw = read_bytes(path, label, record)
     if b"\x00" in raw:
         raise UserError([Problem(label, path="", message="binary data (NUL bytes), expected text")])
     try:

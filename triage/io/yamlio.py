@@ -270,4 +270,4 @@ def document(label: str, data: Any) -> Document:
 def load_file(path: Path | str, label: str | None = None, trusted: bool = False) -> Document:
     """Read and parse one YAML file (``label`` is how errors name it)."""
     label = label or str(path)
-    return load(read_text(path, label), label, trusted)
+    return load(read_text(path, label, record=not trusted), label, trusted)
