@@ -119,6 +119,8 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
                 click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
                            "This is a bug in triage; rerun with --traceback and report it.", err=True)
             ctx.exit(EXIT_INTERNAL)
+        finally:
+            new_run()                                     # the command is over: later API calls start afresh
 
     return wrapper
 
