@@ -152,7 +152,7 @@ MECHANISM_VALUES = {
     "speculative": st.one_of(
         st.fixed_dictionaries({"tokens": st.integers(1, 8), "acceptance": st.floats(0.0, 1.0),
                                "draft_cost": st.floats(0.01, 0.5)}),
-        st.fixed_dictionaries({"tokens_per_step": st.floats(1.0, 4.0), "verify_tokens": st.integers(2, 64),
+        st.fixed_dictionaries({"tokens_per_step": st.floats(1.0, 4.0), "verify_tokens": st.integers(3, 64),
                                "draft_model": st.sampled_from(["llama-3.2-1b"])})),
     "tp": st.sampled_from([1, 2, 4, 8]),
     "batching": st.fixed_dictionaries({"utilization": st.floats(0.1, 1.0)}),
