@@ -231,11 +231,8 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     """Per cell: the hardware's dense peak for a dtype over its peak for the workload's compute dtype (1 where
     the chip has no such peak)."""
     def ratio(dtype: str) -> np.ndarray:
-        table = np.array([[(h.peak(dtype) / h.peak(s.precision["compute"])) if dtype in h.compute_flops_per_s
-                           else 1.0 for h in m.hardware] for s in m.blocks])
-        if np.all(table == table.flat[0]):
-            return np.asarray(table.flat[0])
-        return table[m.block_idx, m.hardware_idx]
+        return m.per_block_hardware(lambda s, h: h.peak(dtype) / h.peak(s.precision["compute"])
+                                    if dtype in h.compute_flops_per_s else 1.0)
     return ratio
 
 

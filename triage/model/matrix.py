@@ -62,6 +62,12 @@ class Matrix:
         """``fn(model)`` for each cell's model, as a column (0-d when one model serves every cell)."""
         return compact(np.array([fn(mod) for mod in self.models], dtype=float), self.model_idx)
 
+    def per_block_hardware(self, fn: Any) -> np.ndarray:
+        """``fn(settings, hardware)`` for each cell's block and chip, as a column (0-d when all cells agree)."""
+        table = np.array([[fn(s, h) for h in self.hardware] for s in self.blocks], dtype=float)
+        flat_idx = self.block_idx * len(self.hardware) + self.hardware_idx
+        return compact(table.ravel(), flat_idx)
+
     def labels(self, table: str) -> np.ndarray:
         """Each cell's workload name, model key or hardware key (a numpy string column)."""
         if table == "blocks":
@@ -147,8 +153,5 @@ def precision_bytes(matrix: Matrix, which: str) -> np.ndarray:
 
 def peak_flops(matrix: Matrix) -> np.ndarray:
     """Dense peak FLOP/s of each cell's hardware at its compute precision."""
-    table = np.array([[hw.peak(s.precision["compute"]) if hw.has_peak(s.precision["compute"]) else np.nan
-                       for hw in matrix.hardware] for s in matrix.blocks])
-    if np.all(table == table.flat[0]):
-        return np.asarray(table.flat[0])
-    return table[matrix.block_idx, matrix.hardware_idx]
+    return matrix.per_block_hardware(lambda s, hw: hw.peak(s.precision["compute"])
+                                     if hw.has_peak(s.precision["compute"]) else np.nan)
