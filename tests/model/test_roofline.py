@@ -80,7 +80,7 @@ def test_decode_attention_flops_4_L_H_d_T_B():
 def test_int4_is_half_a_byte_not_zero():
     assert bytes_per_element("int4") == 0.5                      # not 4 // 8 == 0, the classic bug
     assert BYTES_PER_ELEMENT == {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0,
-                                 "int8": 1.0, "int4": 0.5}
+                                 "int8": 1.0, "int4": 0.5, "fp6": 0.75, "fp4": 0.5}   # 6/8 and 4/8 B
 
 
 def test_int4_weights_in_a_workload_quarter_the_weight_bytes():

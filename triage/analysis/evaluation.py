@@ -30,6 +30,7 @@ class Evaluation:
     measured: dict[str, Any] = field(default_factory=dict)    # filled by measured.apply
     baseline: dict[str, Any] = field(default_factory=dict)    # --baseline paper: the setting keys applied
     current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
+    warnings: tuple[dict[str, str], ...] = ()                 # mechanisms that cannot act somewhere (noops)
 
     def __len__(self) -> int:
         return len(self.matrix)

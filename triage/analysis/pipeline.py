@@ -13,11 +13,11 @@ from ..inputs.claim import Claim
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
 from ..model import layers, matrix, verdicts
-from . import decision, papercheck, regions
+from . import decision, noops, papercheck, regions
 from .evaluation import Evaluation
 
 Card = str | Path | dict[str, Any] | Claim
-Source = str | Path | dict[str, Any] | matrix.Matrix | None
+Source = workloads.Source | matrix.Matrix
 
 
 def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
@@ -70,24 +70,30 @@ def _check_physical(g: layers.Gaps) -> None:
 
 
 def evaluate(card: Card | list[Card], source: Source = None, model: str | None = None,
-             analyse: bool = True, baseline: str = "current") -> Evaluation:
+             analyse: bool = True, baseline: str = "current", catalog_file: str | Path | None = None) -> Evaluation:
     """Evaluate a claim card (or a list of cards, stacked) over a workload matrix (default: the shipped one).
 
     ``card`` and ``source`` are paths or already-parsed dicts; ``model`` (a catalog name or a config.json
     path) replaces every workload's model; ``analyse=False`` skips crossover, SLO and sensitivity (a sweep
     needs none); ``baseline="paper"`` prices against the stack the card's paper improved on (its setting's
-    baseline keys over every workload) and reports the gain on today's stack beside it. Bad input raises
+    baseline keys over every workload) and reports the gain on today's stack beside it; ``catalog_file`` is a
+    user catalog (default: the file $TRIAGE_CATALOG names, if set). Bad input raises
     triage.UserError listing every problem.
     """
     new_evaluation()
-    cat = catalog.load()
+    opened = workloads.open_source(source) if not isinstance(source, matrix.Matrix) else source
+    # names resolve in one catalog: shipped, the user's (--catalog, $TRIAGE_CATALOG), the workload file's own
+    cat = catalog.resolve(catalog_file)
+    if not isinstance(opened, matrix.Matrix):
+        cat = workloads.definitions(opened, cat)
     claim = load_claim(card, cat)                                   # load
+    cat = cat.merged({}, claim.models)
     overrides = paper_baseline(claim) if baseline == "paper" else {}
     if baseline == "paper" and not overrides:
         raise UserError([Problem(claim.file, path="$.claim.setting", message=(
             "--baseline paper needs the card's setting to state the paper's baseline: one of "
             + ", ".join(PAPER_BASELINE_KEYS)))])
-    m, resolved = load_matrix(source, cat, model, overrides or None)   # build
+    m, resolved = load_matrix(opened, cat, model, overrides or None)   # build
     models = resolved.models
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
@@ -97,9 +103,12 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
     current = None
     if overrides:                                                   # the same claim on today's stack, beside it
-        m_now, now = load_matrix(source, cat, model)
+        m_now, now = load_matrix(opened, cat, model)
         g_now = layers.compute(m_now, claim, now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
-    return Evaluation(claim, m, g, v, d, papercheck.check(claim, cat), models, parts,   # analyse
+    check = papercheck.check(claim, cat)
+    found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks])
+    found += [w for w in check.get("warnings", []) if w not in found]
+    return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models) if analyse else None, baseline=overrides,
-                      current_fleet_gain=current)
+                      current_fleet_gain=current, warnings=tuple(found))

@@ -133,5 +133,9 @@ workloads_option = click.option(
 model_option = click.option(
     "--model", "-m", "model", metavar="NAME|CONFIG.json",
     help="Replace every workload's model: a catalog name or a local Hugging Face config.json.")
+catalog_option = click.option(
+    "--catalog", "catalog_file", type=FILE,
+    help="A user catalog (hardware: and models: entries, the workload file's format) merged over the shipped one; "
+         "default: the file $TRIAGE_CATALOG names.")
 output_option = click.option("--output", "-o", type=FILE, help="Write here (atomically) instead of standard output.")
 force_option = click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")

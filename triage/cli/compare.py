@@ -9,19 +9,31 @@ import click
 
 from ..report.compare import comparison, render_markdown
 from ..report.result import evaluate
-from .common import FILE, deliver, force_option, guard, model_option, output_format, output_option, workloads_option
+from .common import (
+    FILE,
+    catalog_option,
+    deliver,
+    force_option,
+    guard,
+    model_option,
+    output_format,
+    output_option,
+    workloads_option,
+)
 
 
 @click.command(name="compare")
 @click.argument("cards", nargs=-1, required=True, type=FILE)
 @workloads_option
 @model_option
+@catalog_option
 @output_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md or json; default from the -o suffix, else md.")
 @force_option
 @guard
-def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None, output: Path | None,
+def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None,
+            catalog_file: Path | None, output: Path | None,
             fmt: str | None, force: bool) -> None:
     """Rank claims on the same workloads: per workload, overall, and per GPU-hour of reproduction.
 
@@ -32,7 +44,7 @@ def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None, 
     """
     if len(cards) < 2:
         raise click.UsageError("compare needs at least two cards")
-    results = [evaluate(card, workloads, model, analyse=False) for card in cards]
+    results = [evaluate(card, workloads, model, analyse=False, catalog_file=catalog_file) for card in cards]
     text = render_markdown(results) if output_format(fmt, output) == "md" else json.dumps(
         comparison(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     deliver(text, output, (*cards, workloads), force)

@@ -12,6 +12,7 @@ from ..report.memo import RENDERERS, figure_data, render_markdown
 from ..report.result import evaluate, with_measurements
 from .common import (
     FILE,
+    catalog_option,
     deliver,
     force_option,
     guard,
@@ -29,6 +30,7 @@ from .common import (
 @click.option("--stack", is_flag=True, help="Apply several cards together as one claim (savings add up).")
 @workloads_option
 @model_option
+@catalog_option
 @output_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md (the decision memo) or json; default from the -o suffix, else md.")
@@ -44,7 +46,8 @@ from .common import (
                    "improved on (paper: its setting's attention, KV waste, precision, batch utilization, tp).")
 @force_option
 @guard
-def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None, output: Path | None,
+def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None,
+            catalog_file: Path | None, output: Path | None,
             fmt: str | None, brief: bool, figures: str, measured: Path | None, baseline: str, force: bool) -> None:
     """Evaluate a claim CARD over the workload matrix and print the decision memo.
 
@@ -65,7 +68,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     card: Any = list(cards) if len(cards) > 1 else cards[0]
     fmt = "brief" if brief else output_format(fmt, output)
     start = time.perf_counter()
-    result = evaluate(card, workloads, model, baseline=baseline)
+    result = evaluate(card, workloads, model, baseline=baseline, catalog_file=catalog_file)
     if measured is not None:
         result = with_measurements(result, measured)
     evaluated = time.perf_counter()

@@ -8,20 +8,22 @@ import click
 
 from ..report import frame
 from ..report.result import evaluate
-from .common import FILE, deliver, force_option, guard, model_option, workloads_option
+from .common import FILE, catalog_option, deliver, force_option, guard, model_option, workloads_option
 
 
 @click.command(name="sweep")
 @click.argument("card", type=FILE)
 @workloads_option
 @model_option
+@catalog_option
 @click.option("--output", "-o", type=FILE, required=True,
               help="out.csv or out.parquet (the suffix picks the format unless --format says).")
 @click.option("--format", "-f", "fmt", type=click.Choice(frame.FORMATS), default=None,
               help="csv or parquet; default from the -o suffix.")
 @force_option
 @guard
-def command(card: Path, workloads: Path | None, model: str | None, output: Path, fmt: str | None,
+def command(card: Path, workloads: Path | None, model: str | None,
+            catalog_file: Path | None, output: Path, fmt: str | None,
             force: bool) -> None:
     """Price CARD on every cell of a workload grid and write one row per cell.
 
@@ -35,6 +37,6 @@ def command(card: Path, workloads: Path | None, model: str | None, output: Path,
       triage sweep claims/kv2x.yaml -w grid.yaml -o cells.parquet
     """
     fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
-    result = evaluate(card, workloads, model, analyse=False)
+    result = evaluate(card, workloads, model, analyse=False, catalog_file=catalog_file)
     deliver(frame.writer(result.columns(), fmt), output, (card, workloads), force,
             f" ({len(result):,} cells, {fmt})")

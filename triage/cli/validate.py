@@ -12,38 +12,47 @@ from ..errors import Problem, UserError
 from ..inputs import cards as cards_mod
 from ..inputs import catalog, workloads
 from ..io.files import new_run
-from .common import EXIT_USER, FILE, guard, info, report
+from .common import EXIT_USER, FILE, catalog_option, guard, info, report
 
 
 @click.command(name="validate")
 @click.argument("cards", nargs=-1, type=FILE)
 @click.option("--workloads", "-w", "workload_files", multiple=True, type=FILE,
               help="Also validate this workload file (repeatable).")
+@catalog_option
+@click.option("--strict", is_flag=True,
+              help="Also require evidence ({quote, where} with the source's version) for every reported number, "
+                   "setting detail and quality figure of a paper card.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="text: one line per problem; json: a list of problems.")
 @guard
-def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], fmt: str) -> None:
+def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], catalog_file: Path | None, strict: bool,
+            fmt: str) -> None:
     """Check claim cards (and workload files): schema and meaning, every problem listed.
+
+    Cards resolve names in the shipped catalog, the --catalog file and the --workloads files' definitions.
 
     \b
     Example:
       triage validate claims/*.yaml
+      triage validate --strict claims/*.yaml
       triage validate claims/kv2x.yaml --workloads my-matrix.yaml
     """
     if not cards and not workload_files:
         raise click.UsageError("give at least one card or --workloads file")
-    cat = catalog.load()
     problems: list[Problem] = []
-    for path in cards:
-        new_run(command=True)                   # each file is its own run: the read limits apply per card
-        try:
-            cards_mod.load(path, cat)
-        except UserError as err:
-            problems += err.problems
+    cat = catalog.resolve(catalog_file)
     for path in workload_files:
-        new_run(command=True)
+        new_run(command=True)                   # each file is its own run: the read limits apply per file
         try:
             workloads.load(path, cat)
+            cat = workloads.definitions(path, cat)
+        except UserError as err:
+            problems += err.problems
+    for path in cards:
+        new_run(command=True)
+        try:
+            cards_mod.load(path, cat, strict_evidence=strict)
         except UserError as err:
             problems += err.problems
     if fmt == "json":

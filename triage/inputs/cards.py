@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,38 +13,55 @@ from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from .claim import Claim
 from .hfconfig import is_config_path, load_model
+from .specs import Model
 from .stack import stack
 from .validation import did_you_mean, validate
 
 
-def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
-    """Checks the schema cannot express: names exist, a headline has its metric."""
-    problems = []
+def _models(doc: Document, cat: catalog_mod.Catalog, problems: list[Problem]) -> dict[str, Model]:
+    """The models a card names (its setting's, a draft, a distillation target) that are config.json paths,
+    loaded relative to the card; a name that is neither in the catalog nor a path is a problem."""
     data = doc.data
-    setting = data.get("claim", {}).get("setting", {})
-    for key, table in (("model", cat.models), ("hardware", cat.hardware)):
-        name = setting.get(key)
-        if key == "model" and isinstance(name, str) and is_config_path(name):
-            config = Path(name) if Path(name).is_absolute() else Path(doc.file).parent / name
+    change = data.get("change", {})
+    spec = change.get("speculative")
+    named = [(("claim", "setting", "model"), data.get("claim", {}).get("setting", {}).get("model")),
+             (("change", "distill_to"), change.get("distill_to")),
+             (("change", "speculative", "draft_model"), spec.get("draft_model") if isinstance(spec, dict) else None)]
+    out: dict[str, Model] = {}
+    for where, name in named:
+        if not isinstance(name, str) or name in out:
+            continue
+        if is_config_path(name):
+            config = Path(name) if Path(name).is_absolute() or doc.file.startswith("<") else \
+                Path(doc.file).parent / name
             try:
-                load_model(config, key=name)
+                out[name] = load_model(config, key=name)
             except UserError as err:
                 problems += err.problems
-            continue
-        if name is not None and name not in table:
-            problems.append(doc.problem(("claim", "setting", key),
-                                        f"unknown {key} {name!r}{did_you_mean(name, table)}"))
+        elif name not in cat.models:
+            problems.append(doc.problem(where, f"unknown model {name!r}{did_you_mean(name, cat.models)}; define "
+                                               f"it with --catalog or in the workload file's models:"))
+    return out
+
+
+def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], dict[str, Model]]:
+    """Checks the schema cannot express: names exist, a headline has its metric; the card's config.json
+    models."""
+    problems: list[Problem] = []
+    data = doc.data
+    setting = data.get("claim", {}).get("setting", {})
+    models = _models(doc, cat, problems)
+    name = setting.get("hardware")
+    if name is not None and name not in cat.hardware:
+        problems.append(doc.problem(("claim", "setting", "hardware"), (
+            f"unknown hardware {name!r}{did_you_mean(name, cat.hardware)}; define it with --catalog or in the "
+            f"workload file's hardware:")))
     compute = setting.get("precision", {}).get("compute") if isinstance(setting.get("precision"), dict) else None
     hw = cat.hardware.get(setting.get("hardware", PAPER_HARDWARE))
     if compute is not None and hw is not None and not hw.has_peak(compute):
         problems.append(doc.problem(("claim", "setting", "precision", "compute"), (
             f"hardware {hw.key!r} has no dense {compute} peak; it lists {', '.join(hw.compute_flops_per_s)}")))
     change = data.get("change", {})
-    named = [(("change", "distill_to"), change.get("distill_to")),
-             (("change", "speculative", "draft_model"), change.get("speculative", {}).get("draft_model"))]
-    for where, name in named:
-        if name is not None and name not in cat.models:
-            problems.append(doc.problem(where, f"unknown model {name!r}{did_you_mean(name, cat.models)}"))
     spec = change.get("speculative")
     if spec is not None and ("draft_model" in spec) == ("draft_cost" in spec):
         problems.append(doc.problem(("change", "speculative"), "give a draft_model or a draft_cost (not both)"))
@@ -64,6 +82,56 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> list[Problem]:
     claim = data.get("claim", {})
     if "speedup" in claim and "metric" not in claim:
         problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))
+    return problems, models
+
+
+# a source's version: arXiv vN, a commit hash, a release tag or a dated page
+VERSION = re.compile(r"\bv\d+(\.\d+)*\b|\b[0-9a-f]{7,40}\b|\b(19|20)\d\d-\d\d(-\d\d)?\b")
+# the numbers a paper card reports: each needs evidence under --strict (a setting's keys all do)
+REPORTED = (("claim", "speedup"), ("quality", "retained"), ("change", "speculative", "acceptance"),
+            ("change", "speculative", "tokens_per_step"))
+
+
+def _leaves(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if isinstance(value, dict) and path[-1] != "offload":
+        return [leaf for k, v in value.items() for leaf in _leaves(v, path + (k,))]
+    return [path]
+
+
+def _present(data: dict[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _evidence_problems(doc: Document) -> list[Problem]:
+    """Evidence for a number the card does not give (a typo in a path, or a number removed) is an error."""
+    return [doc.problem(("evidence", key), f"evidence for {key}, which the card does not give", key=True)
+            for key in doc.data.get("evidence", {}) if not _present(doc.data, tuple(key.split(".")))]
+
+
+def strict(doc: Document) -> list[Problem]:
+    """A paper card's numbers each carry evidence, {quote, where}, and each `where` names its source's version
+    (what `triage validate --strict` adds; non-paper cards, the course's, need none)."""
+    data = doc.data
+    if not isinstance(data, dict) or "paper" not in data:
+        return []
+    evidence = data.get("evidence", {})
+    setting = data.get("claim", {}).get("setting", {})
+    needed = [p for p in REPORTED if _present(data, p)] + (_leaves(setting, ("claim", "setting")) if setting else [])
+    problems = []
+    for path in needed:
+        keys = {".".join(path[:i]) for i in range(3, len(path) + 1)} | {".".join(path)}
+        if not keys & set(evidence):
+            problems.append(doc.problem(path, f"no evidence: give evidence.{'.'.join(path)}: {{quote, where}} "
+                                              f"from the paper (--strict)"))
+    for key, entry in evidence.items():
+        if not VERSION.search(entry["where"]):
+            problems.append(doc.problem(("evidence", key, "where"), (
+                "names no version of its source: add the arXiv version (v2), a commit or the page's date (--strict)")))
     return problems
 
 
@@ -75,15 +143,15 @@ class _Budget:
 
 
 def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None,
-         _seen: tuple[str, ...] = (), _budget: _Budget | None = None) -> Claim:
+         _seen: tuple[str, ...] = (), _budget: _Budget | None = None, strict_evidence: bool = False) -> Claim:
     """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem.
 
     A card with ``stack: [a.yaml, b.yaml]`` composes those cards (paths relative to it): at most
     LIMITS.stacked_cards cards in all, none twice, no cycle; a card that cannot be read is blamed on the line
-    that names it.
+    that names it. ``strict_evidence`` also requires a paper card's evidence (``strict``).
     """
     doc = document("<card>", source) if isinstance(source, dict) else load_file(source)
-    claim = from_document(doc, catalog)
+    claim = from_document(doc, catalog, strict_evidence)
     if isinstance(doc.data, dict) and "stack" in doc.data:
         budget = _budget or _Budget()
         here = Path(doc.file).parent if not isinstance(source, dict) else Path(".")
@@ -114,12 +182,13 @@ def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | Non
     return claim
 
 
-def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> Claim:
+def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, strict_evidence: bool = False) -> Claim:
     """A parsed card document -> Claim, or UserError listing every problem."""
     problems = validate(doc, "claim")
     if problems:
         raise UserError(problems)
-    problems = _semantic(doc, catalog or catalog_mod.load())
+    problems, models = _semantic(doc, catalog or catalog_mod.load())
+    problems += _evidence_problems(doc) + (strict(doc) if strict_evidence else [])
     if problems:
         raise UserError(problems)
     d = doc.data
@@ -137,4 +206,5 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None) -> 
         long_context_tested=quality.get("long_context_tested", False),
         gpus=cost.get("gpus"), weeks=cost.get("weeks"),
         requires=tuple(d.get("requires", ())), conflicts=tuple(d.get("conflicts", ())),
+        models=models, evidence=dict(d.get("evidence", {})),
     )

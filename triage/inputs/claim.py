@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .specs import Model
+
 HOURS_PER_WEEK = 7 * 24
 
 
@@ -31,6 +33,8 @@ class Claim:
     conflicts: tuple[str, ...] = ()            # serving features it cannot run beside
     gpu_hours_total: float | None = None       # a stack: the sum of its cards'
     stacked: tuple[Claim, ...] = ()            # the cards a stack composes
+    models: dict[str, Model] = field(default_factory=dict)   # models the card names by config.json path
+    evidence: dict[str, dict[str, str]] = field(default_factory=dict)   # number's path -> {quote, where}
 
     @property
     def gpu_hours(self) -> float | None:
@@ -55,5 +59,5 @@ class Claim:
                         "long_context_tested": self.long_context_tested},
             "cost": {"gpus": self.gpus, "weeks": self.weeks, "gpu_hours": self.gpu_hours},
             "requires": list(self.requires), "conflicts": list(self.conflicts),
-            "stacked": [c.id for c in self.stacked],
+            "stacked": [c.id for c in self.stacked], "evidence": self.evidence,
         }

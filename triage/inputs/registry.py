@@ -24,6 +24,7 @@ class MechanismInfo:
     directions: tuple[str, ...] = ()
     example: object = None
     optional: bool = False
+    phases: tuple[str, ...] = ("decode", "prefill")
 
 
 @cache
@@ -32,8 +33,16 @@ def registry() -> dict[str, MechanismInfo]:
     path = Path(str(resources.files("triage").joinpath("inputs").joinpath("mechanisms.yaml")))
     data = load_file(path, "triage/inputs/mechanisms.yaml", trusted=True).data
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
-                               tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)))
+                               tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)),
+                               tuple(v.get("phases", ("decode", "prefill"))))
             for key, v in data.items()}
+
+
+def acting_phases(key: str, value: object) -> set[str]:
+    """The phases a change key acts on: the registry's, or those its value names (sparse_attention)."""
+    if isinstance(value, dict) and "phases" in value:
+        return set(value["phases"])  # type: ignore[arg-type]
+    return set(registry()[key].phases)
 
 
 def touched_groups(change: dict[str, object]) -> set[str]:

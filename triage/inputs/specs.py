@@ -10,7 +10,7 @@ from functools import cached_property
 
 # Bytes per element. int4 is half a byte: 4 // 8 == 0 is the classic bug.
 BYTES_PER_ELEMENT: dict[str, float] = {
-    "fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
+    "fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp6": 0.75, "fp4": 0.5,
 }
 
 

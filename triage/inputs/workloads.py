@@ -146,12 +146,36 @@ def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], me
                     f"(see triage/inputs/catalog/{section}.yaml, or define it under {section}:)")))
 
 
-def _open(source: str | Path | dict[str, Any] | None) -> Document | None:
-    if source is None:
-        return None
+Source = str | Path | dict[str, Any] | Document | None
+
+
+def open_source(source: Source) -> Document | None:
+    """A workload file (path), a parsed dict or an opened Document -> its Document (None: the shipped default)."""
+    if source is None or isinstance(source, Document):
+        return source
     if isinstance(source, dict):
         return document("<workloads>", source)
     return load_file(source)
+
+
+def _base_dir(doc: Document) -> Path:
+    """Where a workload file's config.json paths are relative to (the working directory for a dict)."""
+    return Path(".") if doc.file.startswith("<") else Path(doc.file).parent
+
+
+def definitions(source: Source, cat: catalog_mod.Catalog) -> catalog_mod.Catalog:
+    """``cat`` with the hardware and models a workload file defines (inline entries and config.json paths):
+    the names a claim card may use beside the catalog's."""
+    doc = open_source(source)
+    if doc is None:
+        return cat
+    problems = validate(doc, "workloads")
+    if problems:
+        raise UserError(problems)
+    merged = catalog_mod.definitions(doc, cat, problems)
+    if problems:
+        raise UserError(problems)
+    return merged.merged({}, _config_models(_model_names(doc.data) - set(merged.models), _base_dir(doc)))
 
 
 def _config_models(names: set[str], base: Path) -> dict[str, Model]:
@@ -172,32 +196,23 @@ def _model_names(data: dict[str, Any]) -> set[str]:
     return names
 
 
-def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod.Catalog | None = None,
+def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
          model: str | None = None, baseline: dict[str, Any] | None = None) -> Workloads:
-    """Resolve a workload file (path or parsed dict; None for the shipped default) into blocks.
+    """Resolve a workload file (path, parsed dict or Document; None for the shipped default) into blocks.
 
     ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
     """
-    cat = catalog or catalog_mod.load()
     base_doc = catalog_mod.default_workloads()
-    user_doc = _open(source)
+    user_doc = open_source(source)
     doc = user_doc or base_doc
-    problems = validate(doc, "workloads")
-    if problems:
-        raise UserError(problems)
-
-    hardware = {k: catalog_mod.parse_hardware(doc, ("hardware", k), k, problems)
-                for k in doc.data.get("hardware", {})}
-    models = {k: catalog_mod.parse_model(doc, ("models", k), k, problems) for k in doc.data.get("models", {})}
-    base_dir = Path(doc.file).parent if user_doc is not None and not isinstance(source, dict) else Path(".")
-    models.update(_config_models(_model_names(doc.data) - set(models), base_dir))
+    cat = definitions(user_doc, catalog or catalog_mod.load())
+    problems: list[Problem] = []
     if model is not None:
         if is_config_path(model):
-            models.update(_config_models({model}, Path(".")))
-        elif model not in cat.models and model not in models:
+            cat = cat.merged({}, _config_models({model}, Path(".")))
+        elif model not in cat.models:
             raise UserError([Problem("--model", path="", message=(
-                f"unknown model {model!r}{did_you_mean(model, [*cat.models, *models])}"))])
-    cat = cat.merged(hardware, models)
+                f"unknown model {model!r}{did_you_mean(model, cat.models)}"))])
 
     base_defaults = _parse_settings(base_doc, ("defaults",), problems)
     user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}
@@ -266,6 +281,5 @@ def load(source: str | Path | dict[str, Any] | None = None, catalog: catalog_mod
                     f"{', '.join(cat.hardware[hw].compute_flops_per_s)}")))
     if problems:
         raise UserError(problems)
-    label = str(source) if source is not None and not isinstance(source, dict) else (
-        "<workloads>" if isinstance(source, dict) else Workloads.source)
+    label = doc.file if user_doc is not None else Workloads.source
     return Workloads(tuple(b for b, _ in blocks), cat, label)

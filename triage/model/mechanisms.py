@@ -20,7 +20,7 @@ import numpy as np
 
 from ..inputs.registry import MechanismInfo, registry
 from ..inputs.specs import Model
-from .roofline import StepInputs
+from .roofline import StepInputs, attended_tokens
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,31 @@ def kv_tokens(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs
                    kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
+def streaming_heads(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+    """DuoAttention: a share s of the heads keep only W tokens (sinks + recent window), the rest everything.
+    Like a sliding window on a share of the layers: decode reads and stores (1−f)·T + f·min(T, W) tokens and
+    prefill's pairs are windowed there, with f = 1 − (1 − f₀)(1 − s) over a model's own window f₀ (Xiao et
+    al. 2024, §3; the smaller window taken for both)."""
+    window = np.minimum(x.window, float(spec["tokens"]))
+    fraction = 1.0 - (1.0 - x.window_fraction) * (1.0 - float(spec["share"]))
+    kept = attended_tokens(x.context, window, fraction)
+    return replace(x, window=window, window_fraction=fraction, kv_read_tokens=np.minimum(x.kv_read_tokens, kept),
+                   kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
+
+
+def sparse_attention(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Each query attends at most ``budget`` keys in the phases named: a decode step reads min(T, budget)
+    tokens of KV (all stay stored); a prefill computes Σ min(i, budget) pairs, causal_pairs with W = budget.
+    The gain grows with the context (MInference: Jiang et al. 2024; NSA: Yuan et al. 2025)."""
+    budget = float(spec["budget"])
+    if "decode" in spec["phases"]:
+        x = replace(x, kv_read_tokens=np.where(x.decode, np.minimum(x.kv_read_tokens, budget), x.kv_read_tokens))
+    if "prefill" in spec["phases"]:
+        x = replace(x, window=np.where(x.decode, x.window, np.minimum(x.window, budget)),
+                    window_fraction=np.where(x.decode, x.window_fraction, 1.0))
+    return x
+
+
 def kv_read(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
     """Query-aware sparsity: read only a fraction or a budget of the KV, keep all of it stored; ``metadata``
     is what choosing costs, as a share of the stored KV read every step (Quest: a min and a max key per
@@ -98,6 +123,12 @@ def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
 def attention_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
     """FLOPs of attention × m (sparse or approximate attention)."""
     return replace(x, attention_flops_mult=x.attention_flops_mult * m)
+
+
+def attention_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
+    """Attention's matmuls in ``dtype`` (FlashAttention-3 FP8, Shah et al. 2024): the chip's peak for it. A chip
+    without it keeps its rate (the evaluation warns)."""
+    return replace(x, attention_peak_mult=x.attention_peak_mult * ctx.peak_ratio(dtype))
 
 
 def score_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
@@ -152,6 +183,14 @@ def compute_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
     """Linear layers run their GEMMs in ``dtype`` (W8A8 int8, fp8): the hardware's peak for it, where it has
     one (SmoothQuant, QServe). Cells whose chip lacks the dtype keep their peak."""
     return replace(x, linear_peak_mult=x.linear_peak_mult * ctx.peak_ratio(dtype))
+
+
+def hadamard(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """Online rotations before quantized GEMMs (QuaRot, Ashkboos et al. 2024): per token and layer, ``per_layer``
+    fast Walsh–Hadamard transforms of n elements at n·log2(n) vector operations each."""
+    n = float(spec["size"])
+    ops = x.layers * float(spec.get("per_layer", 1)) * n * math.log2(n)
+    return replace(x, transform_ops=x.transform_ops + ops)
 
 
 def linear_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
@@ -246,6 +285,8 @@ class Mechanism:
 
 
 _FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
+    "streaming_heads": streaming_heads, "sparse_attention": sparse_attention, "attention_dtype": attention_dtype,
+    "hadamard": hadamard,
     "distill_to": distill_to, "kv_heads": kv_heads, "kv_latent": kv_latent, "kv_bytes": kv_bytes,
     "kv_tokens": kv_tokens, "kv_read": kv_read, "prefix_hit": prefix_hit, "memory_waste": memory_waste,
     "attention_flops": attention_flops, "score_bytes": score_bytes, "split_kv": split_kv,

@@ -86,6 +86,8 @@ class StepInputs:
     dequant_weight_ops: Any = field(default_factory=lambda: np.asarray(0.0))   # vector ops per weight read
     tp: Any = field(default_factory=lambda: np.asarray(1.0))                   # tensor-parallel GPUs
     linear_peak_mult: Any = field(default_factory=lambda: np.asarray(1.0))     # int8/fp8 GEMMs: peak × this
+    attention_peak_mult: Any = field(default_factory=lambda: np.asarray(1.0))  # fp8 attention: peak × this
+    transform_ops: Any = field(default_factory=lambda: np.asarray(0.0))        # rotation vector ops per token
     utilization: Any = field(default_factory=lambda: np.asarray(1.0))          # useful share of batch slots
 
     def with_batch(self, batch: np.ndarray) -> StepInputs:
@@ -209,7 +211,7 @@ def step_cost(x: StepInputs) -> StepCost:
     read_params = x.body_params + x.routed_expert_params * experts_touched_fraction(
         tokens, x.experts, x.experts_per_token)
     lin_b = read_params * x.weight_read_bpe
-    lin_v = read_params * x.dequant_weight_ops
+    lin_v = read_params * x.dequant_weight_ops + tokens * x.transform_ops
 
     # attention: decode reads T_read tokens of KV per sequence once for its q queries and writes q new ones;
     # prefill attends causally (within the window on sliding layers) and writes the new prompt tokens' KV.
@@ -249,7 +251,7 @@ def step_cost(x: StepInputs) -> StepCost:
         bytes={"linear": full(lin_b), "attention": full(att_b), "lm_head": full(head_b),
                "other": full(other_b, shard=False)},
         vector_ops={"linear": full(lin_v), "attention": full(att_v), "lm_head": full(0.0), "other": full(0.0)},
-        peak_mult={"linear": x.linear_peak_mult, "attention": 1.0, "lm_head": 1.0, "other": 1.0},
+        peak_mult={"linear": x.linear_peak_mult, "attention": x.attention_peak_mult, "lm_head": 1.0, "other": 1.0},
     )
 
 

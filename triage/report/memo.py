@@ -151,6 +151,17 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
             "flips": flips[:5]}
 
 
+def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
+    """Each number of the card with the source's words and where they stand."""
+    rows = []
+    for path, entry in card["evidence"].items():
+        node: Any = {"claim": card["claim"], "quality": card["quality"], "change": card["change"]}
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        rows.append({"path": path, "value": node, **entry})
+    return rows
+
+
 def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
     """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views."""
     d = result.document(LIMITS.memo_cells)
@@ -163,6 +174,9 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "first": _first_screen(result, d),
         "claim": d["claim"],
         "check": d["paper_check"],
+        "evidence": _evidence(d["claim"]),
+        "cite": {k: v["where"] for k, v in d["claim"]["evidence"].items()},
+        "warnings": d["warnings"],
         "cells": cells,
         "omitted": len(result) - len(cells),
         "memo_cells": LIMITS.memo_cells,

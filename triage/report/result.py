@@ -96,6 +96,7 @@ class Result:
             "version": JSON_VERSION,
             "claim": claim,
             "paper_check": ev.paper_check,
+            "warnings": list(ev.warnings),
             "workloads": ev.matrix.source,
             "cells": self.cells(cell_limit),
             "decision": self.decision(),
@@ -119,9 +120,9 @@ class Result:
 
 
 def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True,
-             baseline: str = "current") -> Result:
+             baseline: str = "current", catalog_file: Path | str | None = None) -> Result:
     """Evaluate a claim card over a workload matrix: see triage.evaluate."""
-    return Result(pipeline.evaluate(card, workloads, model, analyse, baseline))
+    return Result(pipeline.evaluate(card, workloads, model, analyse, baseline, catalog_file))
 
 
 def with_measurements(result: Result, path: Path | str) -> Result:

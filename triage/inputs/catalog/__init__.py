@@ -3,8 +3,10 @@ YAML entries, shipped or user-written, into specs."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ...errors import Problem, UserError
@@ -172,6 +174,36 @@ def check_shipped() -> list[Problem]:
                      if "source" not in doc.data[key]]
     problems += validate(default_workloads(), "workloads")
     return problems
+
+
+ENVIRONMENT = "TRIAGE_CATALOG"    # a user catalog file used when no --catalog is given
+SECTIONS = ("hardware", "models")
+
+
+def definitions(doc: Document, cat: Catalog, problems: list[Problem]) -> Catalog:
+    """``cat`` with the hardware and models a document defines (a user catalog or a workload file) added."""
+    hardware = {k: parse_hardware(doc, ("hardware", k), k, problems) for k in doc.data.get("hardware", {})}
+    models = {k: parse_model(doc, ("models", k), k, problems) for k in doc.data.get("models", {})}
+    return cat.merged(hardware, models)
+
+
+def resolve(user: str | Path | None = None) -> Catalog:
+    """The catalog names resolve in: the shipped one, merged over by a user catalog file (``user``, the
+    --catalog option; else the file $TRIAGE_CATALOG names). A user catalog holds ``hardware:`` and ``models:``
+    entries in the workload file's format (what `triage catalog import -o` writes)."""
+    path = user if user is not None else os.environ.get(ENVIRONMENT) or None
+    if path is None:
+        return load()
+    doc = load_file(path)
+    problems = validate(doc, "workloads")
+    if problems:
+        raise UserError(problems)
+    problems = [doc.problem((k,), f"a catalog file holds {' and '.join(SECTIONS)} only; {k!r} belongs in a "
+                                  f"workload file (--workloads)", key=True) for k in doc.data if k not in SECTIONS]
+    cat = definitions(doc, load(), problems)
+    if problems:
+        raise UserError(problems)
+    return cat
 
 
 @cache
