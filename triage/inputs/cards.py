@@ -86,7 +86,7 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
 
 
 # a source's version: arXiv vN, a commit hash, a release tag or a dated page
-VERSION = re.compile(r"\bv\d+(\.\d+)*\b|\b[0-9a-f]{7,40}\b|\b(19|20)\d\d-\d\d(-\d\d)?\b")
+VERSION = re.compile(r"(?:\b|\d)v\d+(\.\d+)*\b|\b(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b|\b(19|20)\d\d-\d\d(-\d\d)?\b")
 # the numbers a paper card reports: each needs evidence under --strict (a setting's keys all do)
 REPORTED = (("claim", "speedup"), ("quality", "retained"), ("change", "speculative", "acceptance"),
             ("change", "speculative", "tokens_per_step"))

@@ -74,10 +74,10 @@ def render(section: str, fmt: str) -> str:
         return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
     if section == "hardware":
         return _table(
-            ["hardware", "memory", "bandwidth", "fp16 dense", "fp8 dense", "int8 dense", "ridge (fp16)",
-             "interconnect", "source"],
+            ["hardware", "memory", "bandwidth", "fp16 dense", "fp8 dense", "int8 dense", "int4 dense", "fp4 dense",
+             "ridge (fp16)", "interconnect", "source"],
             [[r["key"], units.fmt_gib(r["memory_bytes"]), units.fmt_bandwidth(r["bandwidth_bytes_per_s"]),
-              _peak(r, "fp16"), _peak(r, "fp8"), _peak(r, "int8"),
+              _peak(r, "fp16"), _peak(r, "fp8"), _peak(r, "int8"), _peak(r, "int4"), _peak(r, "fp4"),
               f"{r['ridge_point_fp16_flop_per_byte']:.0f} FLOP/B",
               f"{r['interconnect']['kind']}, {units.fmt_bandwidth(r['interconnect']['bytes_per_s'])} per direction",
               r["source"].get("url", r["source"].get("all", ""))] for r in rows])

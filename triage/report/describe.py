@@ -35,6 +35,13 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
     "kv_bytes": lambda m: f"KV bytes per token × {m:g}",
     "kv_tokens": _tokens_text("kept (eviction, read and stored)"),
     "kv_read": _tokens_text("read per step (all stored)"),
+    "streaming_heads": lambda s: (f"{s['share'] * 100:g} % of the heads keep only {s['tokens']:,} tokens (sinks + "
+                                  f"recent window), the rest the whole context"),
+    "sparse_attention": lambda s: (f"each query attends at most {s['budget']:,} keys at "
+                                   f"{' and '.join(s['phases'])}"),
+    "attention_dtype": lambda d: f"attention computed in {d}",
+    "hadamard": lambda s: (f"{s.get('per_layer', 1):g} online Hadamard rotation(s) of {s['size']:,} elements per "
+                           f"token and layer"),
     "prefix_hit": lambda f: f"{f * 100:g} % of each prompt cached",
     "memory_waste": lambda f: f"KV fragmentation {f * 100:g} %",
     "attention_flops": lambda m: f"attention FLOPs × {m:g}",

@@ -79,8 +79,10 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
         return f"tensor parallel over {r['claim_tp']:g} GPUs (from {r['base_tp']:g}): {bytes_part} per GPU, {bound}"
     if "dtype" in carries and (r["bound"] > 0.5 or saved_bytes == 0):
         effect = "pays" if theo > 1 else "barely moves it"
-        return (f"linear layers computed in {claim.change['compute_dtype']}: the step is "
-                f"{fmt_percent(r['bound'])} compute-bound, so a faster dtype {effect}; {bound}")
+        what = ", ".join(f"{'attention' if k == 'attention_dtype' else 'linear layers'} computed in "
+                         f"{claim.change[k]}" for k in ("compute_dtype", "attention_dtype") if k in claim.change)
+        return (f"{what}: the step is {fmt_percent(r['bound'])} compute-bound, so a faster dtype {effect}; "
+                f"{bound}")
     if carries & {"flops"} and r["base_flops"] != r["claim_flops"] and (saved_bytes == 0 or r["bound"] > 0.5):
         saved = r["base_flops"] - r["claim_flops"]
         return f"saves {fmt_percent(saved / r['base_flops'])} of the FLOPs per step: {bound}"

@@ -1,0 +1,137 @@
+"""The paper check: bounds only where both sides fit, the setting that gave the bound, capacity bounds for
+throughput claims, scoped numbers, the paper's GPUs and offloading, and warnings for mechanisms that cannot act."""
+
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage.cli import main
+
+KV4 = {"id": "kv4", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.25},
+       "claim": {"speedup": 3.6, "metric": "tpot",
+                 "setting": {"model": "llama-2-7b", "hardware": "a100-80gb", "batch": 8}}}
+
+
+def check(card, workloads=None):
+    return triage.evaluate(card, workloads).to_dict()["paper_check"]
+
+
+def test_a_4bit_kv_card_without_a_context_is_bounded_by_the_largest_context_that_fits():
+    c = check(KV4)
+    # by hand: 81,920 MiB = 85,899,345,920 B; fp16 weights 13,476,831,232 B leave 72,422,514,688 B, at batch 8
+    # and 524,288 B of KV per token: 17,266 tokens (17,265 with the activations). Bytes per step at 17,265:
+    # base 13.48 GB + 72.41 GB = 85.89 GB, 4-bit KV 13.48 + 18.10 = 31.58 GB: 2.72x (2.73 with the LM head
+    # and logits in both) — well below 3.6x, and every longer context does not fit.
+    assert c["setting"]["context"] == 17_265 and c["setting"]["batch"] == 8
+    assert c["bound"] == pytest.approx(2.73, abs=0.01) and c["exceeds_bound"] is True
+    assert "context 17,265 (searched)" in c["setting_words"]
+
+
+def test_the_memo_says_which_setting_gave_the_bound(tmp_path):
+    import yaml
+    path = tmp_path / "kv4.yaml"
+    path.write_text(yaml.safe_dump(KV4))
+    out = CliRunner().invoke(main, ["run", str(path)]).stdout
+    assert "(llama-2-7b on a100-80gb, decode, batch 8, context 17,265 (searched)) is **2.73×**" in out
+
+
+def test_settings_where_nothing_fits_are_never_the_bound():
+    # 1M tokens at batch 8 would give the largest KV saving, but neither side fits there
+    c = check(KV4)
+    assert c["setting"]["context"] < 1_048_576 and c["baseline_fits"] is True
+
+
+def test_a_throughput_claim_is_bounded_by_capacity():
+    card = {**KV4, "claim": {"speedup": 3.0, "metric": "throughput",
+                             "setting": {"model": "llama-2-7b", "hardware": "a100-80gb", "context": 4096}}}
+    c = check(card)
+    # by hand at 4,096 tokens (2,147,483,648 B of KV a sequence): the baseline fits 33 sequences, the 4-bit
+    # KV 134 (536,870,912 B each); a step streams the weights once, so throughput ~ batch / time
+    assert c["capacity_batches"] == [33, 134]
+    assert c["bound_kind"].startswith("capacity") and c["bound"] == pytest.approx(c["capacity_bound"])
+    assert c["bound"] > 2.0
+
+
+def test_a_kernel_number_is_bounded_by_the_operators_it_times():
+    card = {**KV4, "claim": {"speedup": 3.8, "metric": "tpot", "scope": "attention",
+                             "setting": {"model": "llama-2-7b", "hardware": "a100-80gb", "batch": 1,
+                                         "context": 16384}}}
+    c = check(card)
+    # attention alone: KV read 16,384 x 524,288 B plus one token written, x 0.25 -> 4.0x (all bytes of the
+    # group scale); the whole step would be ~1.5x
+    assert c["bound"] == pytest.approx(4.0, rel=1e-3) and c["exceeds_bound"] is False
+    assert c["bound_kind"].startswith("attention only")
+
+
+def test_a_training_number_gets_no_inference_bound():
+    card = {**KV4, "claim": {**KV4["claim"], "scope": "training"}}
+    c = check(card)
+    assert c["bound"] is None and "training number" in c["note"]
+
+
+def test_pipeline_stages_hold_a_model_one_gpu_cannot():
+    card = {"id": "w", "title": "t", "direction": "weights", "change": {"weight_bytes": 0.5},
+            "claim": {"speedup": 1.9, "metric": "tpot",
+                      "setting": {"model": "opt-175b", "hardware": "a100-80gb", "batch": 1, "context": 2048}}}
+    alone = check(card)
+    assert alone["baseline_fits"] is False and "sharded over at least 5 GPUs" in alone["note"]
+    staged = check({**card, "claim": {**card["claim"], "setting": {**card["claim"]["setting"], "pipeline": 5}}})
+    assert staged["baseline_fits"] is True and staged["note"] == ""
+
+
+def test_an_offloading_baseline_is_priced_with_its_link():
+    # OPT-6.7B fp16 weights (13.3 GB) streamed over a 16 GB/s link every step: ~0.83 s a step on both sides,
+    # so a KV saving at equal batch gains almost nothing; the memory it frees is what pays
+    card = {"id": "h", "title": "t", "direction": "cache", "change": {"kv_tokens": {"keep": 0.2}},
+            "claim": {"speedup": 3.3, "metric": "throughput",
+                      "setting": {"model": "opt-6.7b", "hardware": "t4", "batch": 8, "context": 1024,
+                                  "offload": {"weights": 1.0, "link": "16 GB/s"}}}}
+    c = check(card)
+    assert c["setting"]["hardware"] == "t4"
+    assert c["capacity_bound"] is not None and c["capacity_bound"] > 3.3
+    assert any("offloading baseline" in s for s in c["likely_sources"]) or not c["exceeds_bound"]
+
+
+def test_a_baseline_model_other_than_the_methods():
+    # MLA (DeepSeek-V2) against its own MHA shape would be kv_latent; against another model the bound is the
+    # two models' step times, not the latent's ratio alone
+    card = {"id": "m", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0},
+            "claim": {"speedup": 1.0, "metric": "tpot",
+                      "setting": {"model": "llama-2-7b", "baseline_model": "llama-2-13b", "hardware": "a100-80gb",
+                                  "batch": 1, "context": 1}}}
+    c = check(card)
+    # by hand at context 1: bytes ~ weights, 13B 26.03 GB vs 7B 13.48 GB: ~1.93
+    assert c["bound"] == pytest.approx(26_031_728_640 / 13_476_831_232, rel=0.01)
+
+
+@pytest.mark.parametrize("change,chip,dtype", [({"compute_dtype": "int4"}, "h100-sxm", "int4"),
+                                               ({"compute_dtype": "fp8"}, "a100-80gb", "fp8"),
+                                               ({"attention_dtype": "fp8"}, "a100-80gb", "fp8")])
+def test_a_dtype_the_chip_lacks_is_a_warning_in_json_and_memo(tmp_path, change, chip, dtype):
+    import yaml
+    card = {"id": "d", "title": "t", "direction": "weights", "change": change}
+    w = {"workloads": [{"name": "p", "phase": "prefill", "context": 2048, "batch": 8, "hardware": chip}]}
+    r = triage.evaluate(card, w).to_dict()
+    assert [x["code"] for x in r["warnings"]] == ["dtype-missing"]
+    assert chip in r["warnings"][0]["message"] and f"no dense {dtype} peak" in r["warnings"][0]["message"]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(card))
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(w))
+    memo = CliRunner().invoke(main, ["run", str(tmp_path / "c.yaml"), "-w", str(tmp_path / "w.yaml")]).stdout
+    assert f"> **Warning:** {list(change)[0]} {dtype}: {chip}" in memo
+
+
+def test_int4_compute_acts_where_the_chip_has_int4():
+    card = {"id": "d", "title": "t", "direction": "weights", "change": {"compute_dtype": "int4"}}
+    w = {"workloads": [{"name": "p", "phase": "prefill", "context": 2048, "batch": 8, "hardware": "a100-80gb"}]}
+    r = triage.evaluate(card, w).to_dict()
+    assert r["warnings"] == []
+    # A100: int4 1,248 TOP/s over fp16 312 TFLOP/s: the compute-bound linear layers run 4x faster
+    c = r["cells"][0]
+    assert c["speedup"]["theoretical"] > 2.5
+
+
+def test_a_decode_only_mechanism_warns_on_prefill_workloads():
+    card = {"id": "q", "title": "t", "direction": "attention", "change": {"kv_read": {"budget": 2048}}}
+    r = triage.evaluate(card).to_dict()
+    assert [w["code"] for w in r["warnings"]] == ["phase-untouched"]
+    assert "prefill-2k is priced unchanged" in r["warnings"][0]["message"]

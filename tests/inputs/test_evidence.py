@@ -1,0 +1,58 @@
+"""Evidence per number: `validate --strict` requires {quote, where} with the source's version for every
+reported number, setting detail and quality figure of a paper card; the memo cites it."""
+
+import yaml
+from click.testing import CliRunner
+
+from triage.cli import main
+
+CARD = {"id": "p", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5},
+        "paper": {"title": "A paper", "url": "https://arxiv.org/abs/2402.02750"},
+        "claim": {"speedup": 1.5, "metric": "tpot", "setting": {"model": "llama-2-7b", "batch": 8,
+                                                                "precision": {"weights": "fp16"}}},
+        "quality": {"retained": 0.99}}
+FULL = {"claim.speedup": {"quote": "1.5x faster decoding", "where": "Table 3, arXiv 2402.02750v2"},
+        "claim.setting.model": {"quote": "Llama-2-7B", "where": "§5.1, arXiv 2402.02750v2"},
+        "claim.setting.batch": {"quote": "batch size 8", "where": "§5.1, arXiv 2402.02750v2"},
+        "claim.setting.precision": {"quote": "FP16 weights", "where": "§5.1, arXiv 2402.02750v2"},
+        "quality.retained": {"quote": "44.27 vs 44.52", "where": "Table 2, commit 048e19e"}}
+
+
+def validate(tmp_path, card, *flags):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
+    return CliRunner().invoke(main, ["validate", *flags, str(tmp_path / "c.yaml")])
+
+
+def test_strict_names_every_number_without_evidence(tmp_path):
+    res = validate(tmp_path, CARD, "--strict")
+    assert res.exit_code == 1
+    missing = [line.split("no evidence: give evidence.")[1].split(":")[0] for line in res.output.splitlines()
+               if "no evidence" in line]
+    assert missing == ["claim.speedup", "claim.setting.model", "claim.setting.batch",
+                       "claim.setting.precision.weights", "quality.retained"]
+    assert validate(tmp_path, CARD).exit_code == 0            # without --strict evidence is optional
+
+
+def test_full_evidence_passes_and_a_where_without_a_version_does_not(tmp_path):
+    assert validate(tmp_path, {**CARD, "evidence": FULL}, "--strict").exit_code == 0
+    bad = {**FULL, "claim.speedup": {"quote": "1.5x faster decoding", "where": "Table 3 of the paper"}}
+    res = validate(tmp_path, {**CARD, "evidence": bad}, "--strict")
+    assert res.exit_code == 1 and "$.evidence.claim.speedup.where: names no version of its source" in res.output
+
+
+def test_evidence_for_a_number_the_card_does_not_give_is_an_error(tmp_path):
+    res = validate(tmp_path, {**CARD, "evidence": {**FULL, "claim.setting.contxt": FULL["claim.speedup"]}})
+    assert res.exit_code == 1 and "evidence for claim.setting.contxt, which the card does not give" in res.output
+
+
+def test_course_cards_need_no_evidence(tmp_path):
+    course = {k: v for k, v in CARD.items() if k != "paper"}
+    assert validate(tmp_path, course, "--strict").exit_code == 0
+
+
+def test_the_memo_cites_the_evidence_beside_the_number(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({**CARD, "evidence": FULL}, sort_keys=False))
+    memo = CliRunner().invoke(main, ["run", str(tmp_path / "c.yaml")]).stdout
+    assert "**1.50×** on tpot [Table 3, arXiv 2402.02750v2]" in memo
+    assert "99.0 % of baseline retained [Table 2, commit 048e19e]" in memo
+    assert '| `claim.setting.batch` | 8 | "batch size 8" | §5.1, arXiv 2402.02750v2 |' in memo

@@ -1,0 +1,67 @@
+"""The mechanisms 2024–2026 papers need, each against a hand calculation (Llama 2 7B: 32 layers, 32 KV heads
+of 128, fp16: 524,288 B of KV per token)."""
+
+import math
+
+import pytest
+
+import triage
+
+KV_TOKEN = 2 * 32 * 32 * 128 * 2          # k and v, layers, heads, head dim, bytes = 524,288 B
+
+
+def run(change, phase, context, batch=1, hardware="a100-80gb"):
+    card = {"id": "m", "title": "t", "direction": "attention", "change": change}
+    w = {"workloads": [{"name": "w", "phase": phase, "context": context, "batch": batch, "hardware": hardware}]}
+    return triage.evaluate(card, w).to_dict()["cells"][0]
+
+
+def test_streaming_heads_read_and_keep_a_window_on_their_share():
+    c = run({"streaming_heads": {"share": 0.5, "tokens": 2048}}, "decode", 32768)
+    # DuoAttention at 50 % streaming heads: 0.5·32,768 + 0.5·2,048 = 17,408 tokens read, + 1 written
+    assert c["claim"]["bytes_by_group"]["attention"] == pytest.approx(17_409 * KV_TOKEN)
+    assert c["claim"]["kv_bytes"] == pytest.approx(17_408 * KV_TOKEN)
+
+
+def test_streaming_heads_window_the_prefill_on_their_share():
+    c = run({"streaming_heads": {"share": 0.75, "tokens": 1024}}, "prefill", 8192)
+    full = 8192 * 8193 / 2                                        # causal pairs
+    windowed = 1024 * 1025 / 2 + (8192 - 1024) * 1024             # query i sees min(i, 1024) keys
+    ratio = (0.25 * full + 0.75 * windowed) / full
+    assert c["claim"]["flops_by_group"]["attention"] / c["baseline"]["flops_by_group"]["attention"] == \
+        pytest.approx(ratio)
+
+
+def test_sparse_attention_at_prefill_only_and_its_gain_grows_with_context():
+    short = run({"sparse_attention": {"budget": 4096, "phases": ["prefill"]}}, "prefill", 4096)
+    long = run({"sparse_attention": {"budget": 4096, "phases": ["prefill"]}}, "prefill", 32768)
+    decode = run({"sparse_attention": {"budget": 4096, "phases": ["prefill"]}}, "decode", 32768)
+    assert short["claim"]["flops_by_group"]["attention"] == short["baseline"]["flops_by_group"]["attention"]
+    # 4,096·4,097/2 + 28,672·4,096 = 125,831,168 pairs of 32,768·32,769/2 = 536,887,296
+    assert long["claim"]["flops_by_group"]["attention"] / long["baseline"]["flops_by_group"]["attention"] == \
+        pytest.approx(125_831_168 / 536_887_296)
+    assert decode["speedup"]["theoretical"] == 1.0
+
+
+def test_sparse_attention_at_decode_reads_the_budget():
+    c = run({"sparse_attention": {"budget": 5632, "phases": ["decode"]}}, "decode", 65536)
+    # NSA's 5,632 tokens at 64k (its own count): 5,632 read + 1 written
+    assert c["claim"]["bytes_by_group"]["attention"] == pytest.approx(5_633 * KV_TOKEN)
+
+
+def test_fp8_attention_doubles_the_attention_peak_on_an_h100():
+    base = run({"attention_flops": 1.0}, "prefill", 32768, hardware="h100-sxm")
+    fp8 = run({"attention_dtype": "fp8"}, "prefill", 32768, hardware="h100-sxm")
+    # H100 SXM: fp8 1,978.9 over fp16 989.4 TFLOP/s; at 32k tokens prefill attention is compute-bound
+    t0 = base["claim"]["time_s"]["theoretical"]
+    assert fp8["claim"]["flops_by_group"] == base["claim"]["flops_by_group"]
+    assert fp8["claim"]["time_s"]["theoretical"] < t0
+
+
+def test_hadamard_rotations_cost_n_log2_n_vector_ops_per_token_and_layer():
+    with_rot = run({"hadamard": {"size": 11008, "per_layer": 1}}, "prefill", 2048, batch=1)
+    # 2,048 tokens x 32 layers x 11,008 x log2(11,008) vector ops (the fast Walsh-Hadamard transform)
+    ops = 2048 * 32 * 11008 * math.log2(11008)
+    fp32 = 19.5e12                       # A100 vector (fp32) peak; a 2k prefill's linear layers are compute-bound
+    delta = with_rot["claim"]["time_s"]["theoretical"] - with_rot["baseline"]["time_s"]["theoretical"]
+    assert delta == pytest.approx(ops / fp32, rel=1e-6)
