@@ -65,3 +65,24 @@ def test_hadamard_rotations_cost_n_log2_n_vector_ops_per_token_and_layer():
     fp32 = 19.5e12                       # A100 vector (fp32) peak; a 2k prefill's linear layers are compute-bound
     delta = with_rot["claim"]["time_s"]["theoretical"] - with_rot["baseline"]["time_s"]["theoretical"]
     assert delta == pytest.approx(ops / fp32, rel=1e-6)
+
+
+def test_speculative_acceptance_per_workload_domain():
+    card = {"id": "s", "title": "t", "direction": "decoding",
+            "change": {"speculative": {"tokens_per_step": 3.8, "verify_tokens": 60, "draft_cost": 0.1,
+                                       "by_domain": {"code": 4.4}}}}
+    w = {"workloads": [{"name": "chat", "phase": "decode", "context": 2048, "batch": 1, "domain": "chat"},
+                       {"name": "code", "phase": "decode", "context": 2048, "batch": 1, "domain": "code"}]}
+    r = triage.evaluate(card, w).to_dict()
+    t = {c["workload"]: c["claim"]["time_s"]["theoretical"] for c in r["cells"] if c["hardware"] == "a100-80gb"}
+    # the same verify step and draft cost; time per token = (c·t + t_verify) / tokens per step: 3.8 vs 4.4
+    assert t["code"] / t["chat"] == pytest.approx(3.8 / 4.4)
+    assert r["warnings"] == []
+
+
+def test_a_domain_no_workload_states_is_a_warning():
+    card = {"id": "s", "title": "t", "direction": "decoding",
+            "change": {"speculative": {"tokens": 4, "acceptance": 0.7, "draft_cost": 0.05,
+                                       "by_domain": {"math": 0.8}}}}
+    r = triage.evaluate(card).to_dict()
+    assert "speculative.by_domain gives math, which no workload states" in r["warnings"][0]["message"]

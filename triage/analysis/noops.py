@@ -14,10 +14,19 @@ DTYPE_KEYS = {"compute_dtype": "linear layers", "attention_dtype": "attention"}
 
 
 def warnings(change: dict[str, Any], hardware: Iterable[Hardware],
-             workloads: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
-    """[{code, message}] for ``change`` priced on ``hardware`` over (workload name, phase) pairs."""
+             workloads: Iterable[tuple[str, str]], domains: Iterable[str | None] = ()) -> list[dict[str, str]]:
+    """[{code, message}] for ``change`` priced on ``hardware`` over (workload name, phase) pairs whose requests
+    are of ``domains``."""
     out = []
     chips = list(hardware)
+    workloads = list(workloads)
+    by_domain = change.get("speculative", {}).get("by_domain", {}) if isinstance(change.get("speculative"),
+                                                                                   dict) else {}
+    unused = sorted(set(by_domain) - set(domains))
+    if unused:
+        out.append({"code": "domain-unused", "message": (
+            f"speculative.by_domain gives {', '.join(unused)}, which no workload states (workloads: domain:): "
+            f"{'they are' if len(unused) > 1 else 'it is'} not priced; every workload gets the card's default")})
     for key, operators in DTYPE_KEYS.items():
         dtype = change.get(key)
         lacking = sorted({h.key for h in chips if dtype and not h.has_peak(dtype)})

@@ -32,7 +32,7 @@ from ..model.roofline import group_times, step_cost, step_time
 from . import noops
 
 # setting keys the check prices as workload keys (beside model, hardware, phase, batch, context)
-PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision")
+PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "domain")
 # reported numbers a scope bounds: the touched operator groups, or attention alone
 SCOPES = {"kernel": "the operators the change touches", "attention": "the attention operator"}
 

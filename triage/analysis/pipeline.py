@@ -107,7 +107,8 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         g_now = layers.compute(m_now, claim, now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
     check = papercheck.check(claim, cat)
-    found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks])
+    found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
+                           [b.domain for b in m.blocks])
     found += [w for w in check.get("warnings", []) if w not in found]
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models) if analyse else None, baseline=overrides,

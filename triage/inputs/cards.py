@@ -121,7 +121,10 @@ def strict(doc: Document) -> list[Problem]:
         return []
     evidence = data.get("evidence", {})
     setting = data.get("claim", {}).get("setting", {})
-    needed = [p for p in REPORTED if _present(data, p)] + (_leaves(setting, ("claim", "setting")) if setting else [])
+    spec = data.get("change", {}).get("speculative", {})
+    needed = [p for p in REPORTED if _present(data, p)] + (_leaves(setting, ("claim", "setting")) if setting else []) \
+        + [("change", "speculative", "by_domain", d) for d in (spec.get("by_domain", {}) if isinstance(spec, dict)
+                                                                  else {})]
     problems = []
     for path in needed:
         keys = {".".join(path[:i]) for i in range(3, len(path) + 1)} | {".".join(path)}

@@ -49,6 +49,7 @@ class Settings:
     batch_utilization: float
     output_tokens: int                # a decode request's steps; a prefill request is one prompt
     stack: tuple[str, ...]            # serving features the workload's stack uses
+    domain: str | None                # what the requests are (chat, code …): speculative acceptance differs
     long_context: bool | None
     share: float | None
 
@@ -129,6 +130,7 @@ def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
         batch_utilization=merged["batch_utilization"],
         output_tokens=merged["output_tokens"],
         stack=tuple(merged.get("stack", ())),
+        domain=merged.get("domain"),
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )

@@ -203,10 +203,11 @@ class _Speculation:
     draft: _Layers
     draft_memory: Memory | None
     decode: np.ndarray
+    expected: np.ndarray             # tokens per step of each cell (by the workload's domain)
 
     def per_token(self, verify: _Layers) -> _Layers:
         def one(v: np.ndarray, d: np.ndarray) -> np.ndarray:
-            return np.where(self.decode, (self.plan.draft_passes * d + v) / self.plan.expected_tokens, v)
+            return np.where(self.decode, (self.plan.draft_passes * d + v) / self.expected, v)
 
         return _Layers(one(verify.theoretical, self.draft.theoretical),
                        one(verify.implementation, self.draft.implementation),
@@ -276,7 +277,8 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
             draft = _Layers(base.time_theoretical * c, base.time_implementation * c,
                             base.time_end_to_end * base_x.utilization * c)
             draft_mem = None
-        spec = _Speculation(plan, draft, draft_mem, m.decode)
+        expected = _block_column(m, lambda s: mechanisms.expected_for(claim.change["speculative"], s.domain))
+        spec = _Speculation(plan, draft, draft_mem, m.decode, expected)
     new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, overhead, capacity, reserve, spec)
     switched_on = np.ones(m.batch.shape, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):

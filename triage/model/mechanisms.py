@@ -246,6 +246,17 @@ def expected_tokens(acceptance: float, tokens: int) -> float:
     return (1.0 - acceptance ** (tokens + 1)) / (1.0 - acceptance)
 
 
+def expected_for(spec: dict[str, Any], domain: str | None) -> float:
+    """Tokens per step for a workload of ``domain``: the card's by_domain value where it gives one (acceptance
+    varies with the text: code and math accept more than chat), else its default."""
+    by_domain = spec.get("by_domain", {})
+    if domain not in by_domain:
+        return speculative_plan(spec).expected_tokens
+    if "tokens_per_step" in spec:
+        return float(by_domain[domain])
+    return expected_tokens(by_domain[domain], int(spec["tokens"]))
+
+
 def speculative_plan(spec: dict[str, Any]) -> SpeculativePlan:
     """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
     if "tokens_per_step" in spec:

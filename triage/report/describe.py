@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..model.mechanisms import quantized_bytes_per_weight, speculative_plan
+from ..model.mechanisms import expected_for, quantized_bytes_per_weight, speculative_plan
 
 
 def _tokens_text(kind: str) -> Callable[[Any], str]:
@@ -19,8 +19,9 @@ def _tokens_text(kind: str) -> Callable[[Any], str]:
 def _spec_text(spec: dict[str, Any]) -> str:
     plan = speculative_plan(spec)
     draft = f"draft model {plan.draft_model}" if plan.draft_model else f"draft cost {plan.draft_cost:g} of a step"
+    domains = "".join(f", {d}: {expected_for(spec, d):.2f}" for d in spec.get("by_domain", {}))
     return (f"speculative decoding: {plan.draft_passes:g} draft pass(es) ({draft}), verify {plan.verify_tokens:g} "
-            f"tokens, {plan.expected_tokens:.2f} tokens per step")
+            f"tokens, {plan.expected_tokens:.2f} tokens per step{domains}")
 
 
 def _weight_quant_text(s: dict[str, Any]) -> str:
