@@ -86,7 +86,7 @@ class _Priced:
     def __init__(self, claim: Claim, grid: matrix.Matrix, g: layers.Gaps, base: layers.Variant,
                  setting: dict[str, Any], metric: str) -> None:
         offload = setting.get("offload")
-        self.extra = 0.0
+        self.extra: Any = 0.0
         base_mem, claim_mem = base.mem, g.claim.mem
         if offload is not None:
             share = float(offload["weights"])
@@ -168,7 +168,8 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     """{reported, bound, exceeds_bound, ...}: all three None when the card gives no setting or no number."""
     setting = dict(claim.claim.get("setting", {}))
     reported = claim.claimed_speedup
-    empty = {"reported": reported, "bound": None, "exceeds_bound": None, "assumed": [], "evidence": claim.evidence}
+    empty: dict[str, Any] = {"reported": reported, "bound": None, "exceeds_bound": None, "assumed": [],
+                             "evidence": claim.evidence}
     if not setting or reported is None:
         return {**empty, "note": "the card states no setting" if not setting else "the card reports no speedup"}
     metric = claim.claim.get("metric", "tpot")

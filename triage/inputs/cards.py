@@ -181,7 +181,7 @@ def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | Non
                 raise
         stacked = stack(parts, claim.id, claim.title)
         return replace(stacked, file=claim.file, direction=claim.direction, paper=claim.paper or stacked.paper,
-                       claim={**stacked.claim, **claim.claim})
+                       claim={**stacked.claim, **claim.claim}, evidence=claim.evidence)
     return claim
 
 

@@ -41,7 +41,7 @@ def registry() -> dict[str, MechanismInfo]:
 def acting_phases(key: str, value: object) -> set[str]:
     """The phases a change key acts on: the registry's, or those its value names (sparse_attention)."""
     if isinstance(value, dict) and "phases" in value:
-        return set(value["phases"])  # type: ignore[arg-type]
+        return set(value["phases"])
     return set(registry()[key].phases)
 
 

@@ -66,4 +66,5 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         requires=tuple(sorted({r for c in claims for r in c.requires})),
         conflicts=tuple(sorted({x for c in claims for x in c.conflicts})),
         models={k: v for c in claims for k, v in c.models.items()},
+        evidence={},                       # the parts' numbers are theirs, not the stack's
     )

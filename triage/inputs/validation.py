@@ -13,7 +13,10 @@ from ..io.yamlio import Document
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean 'kv_bytes'?)' or ''."""
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    names = sorted(choices)
+    longer = [c for c in names if c.startswith(word)]      # 'a100' means an A100 before it means an A10G
+    close = difflib.get_close_matches(word, longer, n=1, cutoff=0.0) if longer else \
+        difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -72,7 +72,8 @@ claim:
   metric: tpot                # tpot | ttft | throughput | memory
   baseline: "TODO: what the paper compared against (a weak or offloading baseline inflates the gain)"
   source: "TODO: table or figure of the number"
-  # setting: {{model: llama-2-7b, hardware: a100-80gb, phase: decode, batch: 1, context: 4096}}
+  # scope: end-to-end         # end-to-end | kernel | attention | training: what the number times
+  # setting: {{model: llama-2-7b, hardware: a100-80gb, phase: decode, batch: 1, context: 4096}}  # what it states
 change:                       # the example values are placeholders: replace them with the paper's
 {change}
 implementation:
@@ -83,4 +84,8 @@ quality:
   evaluated_on: []
   long_context_tested: false  # needle-in-a-haystack or similar
 cost: {{gpus: 8, weeks: 2}}     # to reproduce: 8 x 2 x 168 = 2688 GPU-hours
+# evidence:                   # one entry per number; `triage validate --strict` requires them on paper cards
+#   claim.speedup: {{quote: "TODO: the sentence or table cell, verbatim", where: "TODO: Table 3, arXiv 2401.12345v2"}}
+#   claim.setting.batch: {{quote: "TODO", where: "TODO: section, and the source's version"}}
+#   quality.retained: {{quote: "TODO: both scores", where: "TODO"}}
 """
