@@ -37,7 +37,8 @@ PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "
 SCOPES = {"kernel": "the operators the change touches", "attention": "the attention operator"}
 
 
-def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float) -> list[str]:
+def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float,
+             batches: tuple[int, int] | None = None) -> list[str]:
     """Where a gain beyond the bound usually comes from, most likely first."""
     setting = claim.claim.get("setting", {})
     out = []
@@ -50,11 +51,16 @@ def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: flo
     if capacity_bound is not None and capacity_bound > bound * TOLERANCE:
         out.append(f"a larger batch made possible by the freed memory: with each side at its largest batch the "
                    f"throughput bound is {capacity_bound:.2f}×")
+    elif batches is not None and capacity_bound == bound:
+        out.append(f"a batch beyond what the GPU holds: the bound already runs each side at its largest batch "
+                   f"({batches[0]:,} against {batches[1]:,}); more needs the KV kept elsewhere (host memory) or "
+                   f"a different batch for the baseline than its memory allowed")
     elif metric == "throughput":
         out.append("a larger batch made possible by freed memory (throughput measured at different batch sizes)")
     out.append("a kernel better than the baseline's: part of the gain is implementation, not the method")
-    out.append("a different metric: kernel-only or attention-only time, training throughput, or memory reported "
-               "as speed (state claim.scope)")
+    if "scope" not in claim.claim:
+        out.append("a different metric: kernel-only or attention-only time, training throughput, or memory "
+                   "reported as speed (state claim.scope)")
     return out
 
 
@@ -245,5 +251,5 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                        f"sharded over at least {max(gpus, 2)} GPUs (claim.setting.tp or pipeline) or offloaded "
                        f"(claim.setting.offload); the bound assumes it ran")
     if out["exceeds_bound"]:
-        out["likely_sources"] = _sources(claim, metric, capacity_bound, bound)
+        out["likely_sources"] = _sources(claim, metric, capacity_bound, bound, capacity_batches)
     return out
