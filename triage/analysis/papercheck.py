@@ -26,7 +26,8 @@ from ..inputs import units, workloads
 from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim
 from ..inputs.hfconfig import is_config_path
-from ..inputs.registry import outside_the_step, touched_groups
+from ..inputs.registry import carried, outside_the_step, touched_groups
+from ..inputs.specs import Model
 from ..model import layers, matrix
 from ..model.roofline import group_times, step_cost, step_time
 from . import noops
@@ -34,6 +35,7 @@ from . import noops
 # setting keys the check prices as workload keys (beside model, hardware, phase, batch, context)
 PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "domain")
 # reported numbers a scope bounds: the touched operator groups, or attention alone
+MAX_CONTEXT = 100_000_000        # the longest context a workload may state (the schema's limit)
 SCOPES = {"kernel": "the operators the change touches", "attention": "the attention operator"}
 
 
@@ -74,7 +76,14 @@ def _largest_fitting_context(g: layers.Gaps, grid: matrix.Matrix) -> list[int]:
     per_token = g.base.mem.kv_per_sequence / np.maximum(grid.context, 1.0)
     room = g.capacity - g.base.mem.weights
     fit = np.floor(room / (grid.batch * per_token * 1.0001))       # a hair below the edge: activations
-    return sorted({int(c) for c in fit if np.isfinite(c) and c >= 1})
+    return sorted({int(c) for c in fit if np.isfinite(c) and 1 <= c <= MAX_CONTEXT})
+
+
+def _window(models: tuple[Model, ...]) -> int:
+    """The longest context the paper's models (method's and baseline's) were trained for
+    (max_position_embeddings), else the limit."""
+    known = [m.max_context for m in models if m.max_context]
+    return min(known) if known else MAX_CONTEXT
 
 
 def _setting_words(setting: dict[str, Any], stated: dict[str, Any]) -> str:
@@ -93,6 +102,7 @@ class _Priced:
                  setting: dict[str, Any], metric: str) -> None:
         offload = setting.get("offload")
         self.extra: Any = 0.0
+        self.rescued: Any = np.zeros(grid.batch.shape, dtype=bool)   # the end-to-end layer's batches gave it
         base_mem, claim_mem = base.mem, g.claim.mem
         if offload is not None:
             share = float(offload["weights"])
@@ -111,10 +121,12 @@ class _Priced:
             self.ratio = base.memory_bytes / g.claim.memory_bytes
         elif outside_the_step(claim.change):
             self.ratio = np.fmax(g.speedup_theoretical, g.speedup_end_to_end) * tb / g.base.time_theoretical
+            self.rescued = g.speedup_end_to_end > g.speedup_theoretical
         else:
             self.ratio = k * (tb + self.extra) / (tc + self.extra)
         self.g, self.base, self.grid = g, base, grid
         self.mems = (base_mem, claim_mem)
+        self.models: tuple[Model, ...] = grid.models
 
     def capacity_bound(self, i: int) -> tuple[float | None, tuple[int, int] | None]:
         """Throughput with each side at its largest batch that fits, claim ÷ baseline (None if either fits no
@@ -152,7 +164,11 @@ def _price(claim: Claim, catalog: Catalog, setting: dict[str, Any], cells: list[
     if "baseline_model" in setting:       # the paper's baseline ran another model (MHA vs MLA)
         other = workloads.load({"defaults": {**defaults, "model": setting["baseline_model"]}, "workloads": cells},
                                catalog)
-        base = layers.compute(matrix.build(other), claim, models, switch_optional=False).base
+        other_grid = matrix.build(other)
+        base = layers.compute(other_grid, claim, models, switch_optional=False).base
+        priced = _Priced(claim, grid, g, base, setting, metric)
+        priced.models += other_grid.models
+        return priced
     return _Priced(claim, grid, g, base, setting, metric)
 
 
@@ -202,8 +218,10 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     batches = [setting["batch"]] if "batch" in setting else list(BATCHES)
     contexts = [setting["context"]] if "context" in setting else list(CONTEXTS)
     p = _price(claim, cat, setting, _cells(batches, contexts, phase), defaults, metric)
-    if "context" not in setting:          # the longest context that fits: where a KV saving is largest
-        contexts = sorted(set(contexts) | set(_largest_fitting_context(p.g, p.grid)))
+    if "context" not in setting:          # the longest context that fits, within the model's trained window
+        window = _window(p.models)
+        contexts = sorted(c for c in set(contexts) | set(_largest_fitting_context(p.g, p.grid)) if c <= window)
+        contexts = contexts or [window]
         p = _price(claim, cat, setting, _cells(batches, contexts, phase), defaults, metric)
     ratios = p.scope_ratio(("attention",) if scope == "attention" else tuple(sorted(touched_groups(claim.change)))) \
         if scope in SCOPES else p.ratio
@@ -218,10 +236,16 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     if "batch" not in setting:
         assumed.append(f"batch not stated: searched {', '.join(map(str, BATCHES))} where both sides fit")
     if "context" not in setting:
+        window = _window(p.models)
         assumed.append(f"context not stated: searched {', '.join(f'{c:,}' for c in contexts)} tokens where both "
-                       f"sides fit (the largest that fits included)")
+                       f"sides fit (the largest that fits included"
+                       + (f"; none beyond the model's {window:,}-token window)" if window < MAX_CONTEXT else ")"))
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)
     headline = "equal batch"
+    if bool(p.rescued[best]):
+        method = p.g.claim.max_batch[best] if "capacity" in carried(claim.change) else p.grid.batch[best]
+        headline = (f"end to end: the baseline at batch {int(p.g.e2e_baseline_batch[best]):,}, all it fits, the "
+                    f"method at batch {int(method):,}")
     if scope in SCOPES:
         headline = f"{scope} only: {SCOPES[scope]}, not the whole step"
     elif capacity_bound is not None and capacity_bound > bound:

@@ -99,6 +99,8 @@ def to_entry(cfg: dict[str, Any], file: str, name: str | None = None) -> dict[st
     }
     if cfg.get("head_dim"):
         entry["head_dim"] = int(cfg["head_dim"])
+    if cfg.get("max_position_embeddings"):
+        entry["max_position_embeddings"] = int(cfg["max_position_embeddings"])
     if cfg.get("intermediate_size"):
         entry["intermediate_size"] = int(cfg["intermediate_size"])
     if kind in _QKV_BIAS:

@@ -48,7 +48,15 @@ def acting_phases(key: str, value: object) -> set[str]:
 def touched_groups(change: dict[str, object]) -> set[str]:
     """Operator groups whose kernels the change replaces."""
     table = registry()
-    return {g for key in change for g in table[key].groups}
+    out = {g for key in change if key != "dequant_ops" for g in table[key].groups}
+    ops = change.get("dequant_ops")
+    if ops is not None:          # dequantization runs where a changed format is read: KV, weights or both
+        spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
+        if spec.get("kv") and "kv_bytes" in change:
+            out.add("attention")
+        if spec.get("weights") and {"weight_bytes", "weight_quant", "sparsity"} & set(change):
+            out.add("linear")
+    return out
 
 
 def changes_format(change: dict[str, object]) -> bool:

@@ -85,6 +85,7 @@ class Model:
     mlp_bias: bool = False
     norm_bias: bool = False
     position_embeddings: int = 0
+    max_context: int | None = None                 # max_position_embeddings: the longest trained context
     # mixture of experts (Mixtral, Qwen-MoE, DeepSeek): routed experts per MoE layer
     num_experts: int = 0
     num_experts_per_tok: int = 0

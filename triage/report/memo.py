@@ -158,7 +158,8 @@ def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
         node: Any = {"claim": card["claim"], "quality": card["quality"], "change": card["change"]}
         for part in path.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        rows.append({"path": path, "value": node, **entry})
+        value = ", ".join(f"{k} {v}" for k, v in node.items()) if isinstance(node, dict) else node
+        rows.append({"path": path, "value": value, **entry})
     return rows
 
 

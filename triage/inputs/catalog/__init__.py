@@ -114,6 +114,7 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         mlp_bias=entry.get("mlp_bias", False),
         norm_bias=entry.get("norm_bias", False),
         position_embeddings=entry.get("position_embeddings", 0),
+        max_context=entry.get("max_position_embeddings"),
         num_experts=entry.get("num_experts", 0),
         num_experts_per_tok=entry.get("num_experts_per_tok", 0) if entry.get("num_experts") else 0,
         moe_intermediate_size=entry.get("moe_intermediate_size"),
