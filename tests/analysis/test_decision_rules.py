@@ -34,12 +34,13 @@ def test_an_optional_feature_is_priced_at_the_better_of_on_and_off():
 
 
 def test_capacity_is_judged_as_throughput_at_each_sides_largest_batch():
-    # PagedAttention against 60 % KV fragmentation: the largest batch that fits on chat-4k goes 13 -> 33, and the
-    # end-to-end gain is throughput at 33 over throughput at 13
+    # PagedAttention (under 4 % waste) against 60 % KV fragmentation: 2,147,483,648 B of KV a sequence at 4k
+    # becomes 5,368,709,120 B (/0.4) vs 2,236,962,133 B (/0.96): the largest batch that fits on chat-4k goes
+    # 13 -> 31, and the end-to-end gain is throughput at 31 over throughput at 13
     w = {"defaults": {"memory_waste": 0.6}, "workloads": [{"name": "chat-4k", "context": 4096, "batch": 16}]}
     d = decide("pagedattention-vllm.yaml", w)
     for c in d["cells"]:
-        assert (c["baseline"]["max_batch"], c["claim"]["max_batch"]) == (13, 33)
+        assert (c["baseline"]["max_batch"], c["claim"]["max_batch"]) == (13, 31)
         assert c["speedup"]["theoretical"] == 1.0 and c["speedup"]["end_to_end"] > 1.1
     assert d["decision"]["verdict"] == "GO"
 
@@ -84,7 +85,9 @@ def test_baseline_paper_prices_against_the_stack_the_paper_improved_on():
     now = decide("pagedattention-vllm.yaml")
     then = decide("pagedattention-vllm.yaml", baseline="paper")
     assert now["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(1.0)
-    assert then["baseline"] == {"kind": "paper", "setting": {"memory_waste": 0.6},
+    # the paper: "only 20.4 % - 38.2 % of the KV cache memory is used to store the actual token states" (the
+    # card takes 1 - 0.204), on one GPU
+    assert then["baseline"] == {"kind": "paper", "setting": {"memory_waste": 0.796, "tp": 1},
                                 "fleet_gain_on_current_stack": pytest.approx(1.0)}
     assert then["decision"]["weighted_speedup"]["end_to_end"] > 1.1 and then["decision"]["verdict"] == "GO"
 

@@ -53,6 +53,6 @@ def test_course_cards_need_no_evidence(tmp_path):
 def test_the_memo_cites_the_evidence_beside_the_number(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({**CARD, "evidence": FULL}, sort_keys=False))
     memo = CliRunner().invoke(main, ["run", str(tmp_path / "c.yaml")]).stdout
-    assert "**1.50×** on tpot [Table 3, arXiv 2402.02750v2]" in memo
-    assert "99.0 % of baseline retained [Table 2, commit 048e19e]" in memo
+    assert "**1.50×** on tpot (source: Table 3, arXiv 2402.02750v2)" in memo
+    assert "99.0 % of baseline retained (source: Table 2, commit 048e19e)" in memo
     assert '| `claim.setting.batch` | 8 | "batch size 8" | §5.1, arXiv 2402.02750v2 |' in memo

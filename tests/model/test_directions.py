@@ -237,34 +237,7 @@ def test_moe_reads_the_experts_a_batch_touches():
     assert costmodel.experts_touched_fraction(np.array(4.0), 8, 2) * 8 == pytest.approx(5.46875)
 
 
-# ---- the paper check ----
-
-@pytest.fixture(scope="module")
-def checks():
-    return {p.stem: triage.evaluate(p).to_dict()["paper_check"] for p in sorted(CLAIMS.glob("*.yaml"))}
-
-
-def test_h2o_and_streamingllm_exceed_their_bounds(checks):
-    h2o, streaming = checks["h2o"], checks["streamingllm"]
-    assert h2o["exceeds_bound"] and h2o["reported"] == 29 and h2o["bound"] == pytest.approx(5.0, rel=0.01)
-    assert streaming["exceeds_bound"] and streaming["bound"] == pytest.approx(1.0)
-    assert any("offloading baseline" in s for s in h2o["likely_sources"])
-
-
-def test_awq_on_an_rtx_4090_is_within_its_bound(checks):
-    awq = checks["awq"]
-    assert not awq["exceeds_bound"]
-    assert awq["setting"]["hardware"] == "rtx-4090" and 3.4 <= awq["bound"] < 3.4 * 1.05 + 1
-
-
-def test_paper_check_is_null_without_a_setting_or_number(checks):
-    assert checks["kv2x"]["bound"] is None and checks["kv2x"]["reported"] is None
-    assert checks["gqa"] == {"reported": None, "bound": None, "exceeds_bound": None,
-                             "note": "the card states no setting"}
-
-
-def test_paper_check_says_when_the_baseline_does_not_fit(checks):
-    assert checks["gptq"]["baseline_fits"] is False and "does not fit" in checks["gptq"]["note"]
+# ---- the card library (its paper checks: tests/test_card_library.py) ----
 
 
 def test_every_direction_has_cards_and_every_mechanism_a_card():

@@ -169,9 +169,10 @@ def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
-def calibrate(path: Path | str) -> dict[str, Any]:
-    """Fit per hardware; report the parameters and the prediction error before and after."""
-    cat = catalog_mod.load()
+def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
+    """Fit per hardware; report the parameters and the prediction error before and after. Rows name hardware
+    and models of the shipped catalog merged with a user catalog (``catalog_file``, else $TRIAGE_CATALOG)."""
+    cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
     rows = [_price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
     report: dict[str, Any] = {"source": str(path), "hardware": []}

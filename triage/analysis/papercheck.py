@@ -199,6 +199,10 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     if scope == "training":
         return {**empty, "note": "the reported number is a training number: it says nothing about inference, and "
                                  "no inference bound is priced for it"}
+    if scope == "serving":
+        return {**empty, "note": "the reported number is a serving number (capacity or goodput under a latency "
+                                 "target over a request trace): a scheduler's gain, which one step's roofline "
+                                 "cannot bound"}
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
     model = setting.get("model")
     if model is None:
@@ -248,8 +252,8 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                     f"method at batch {int(method):,}")
     if scope in SCOPES:
         headline = f"{scope} only: {SCOPES[scope]}, not the whole step"
-    elif capacity_bound is not None and capacity_bound > bound:
-        bound, headline = capacity_bound, "capacity: each side at its largest batch that fits"
+    elif capacity_bound is not None and capacity_bound >= bound * (1 - 1e-9):     # a tie: the batch is the largest
+        bound, headline = max(bound, capacity_bound), "capacity: each side at its largest batch that fits"
     chosen = {**{k: setting[k] for k in PRICED if k in setting}, "model": setting.get("model"),
               "hardware": hardware, "phase": phase, "batch": int(p.grid.batch[best]),
               "context": int(p.grid.context[best])}

@@ -9,7 +9,7 @@ import click
 
 from ..analysis import calibrate as calibrate_mod
 from ..report.calibration import render_markdown, workload_file
-from .common import FILE, deliver, force_option, guard
+from .common import FILE, catalog_option, deliver, force_option, guard
 
 
 @click.command(name="calibrate")
@@ -17,9 +17,10 @@ from .common import FILE, deliver, force_option, guard
 @click.option("--output", "-o", type=FILE, help="Write a workload file that uses the fitted values (atomically).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
               help="The report as md or json (on standard output).")
+@catalog_option
 @force_option
 @guard
-def command(measurements: Path, output: Path | None, fmt: str, force: bool) -> None:
+def command(measurements: Path, output: Path | None, fmt: str, catalog_file: Path | None, force: bool) -> None:
     """Fit bandwidth and compute efficiency (and per-step overhead) per hardware from measured step times.
 
     MEASUREMENTS is a CSV: model, hardware, context, batch, weights, group_size, tp, tokens_per_s or tpot,
@@ -30,7 +31,7 @@ def command(measurements: Path, output: Path | None, fmt: str, force: bool) -> N
       triage calibrate examples/measurements/gpt-fast-a100.csv
       triage calibrate my-runs.csv -o calibrated.yaml
     """
-    report = calibrate_mod.calibrate(measurements)
+    report = calibrate_mod.calibrate(measurements, catalog_file)
     if fmt == "json":
         click.echo(json.dumps(report, indent=2, allow_nan=False))
     else:

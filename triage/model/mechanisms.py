@@ -113,8 +113,9 @@ def prefix_hit(x: StepInputs, f: float, ctx: Context) -> StepInputs:
 
 def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
     """Paged allocation: the claim's KV fragmentation (PagedAttention: under 4 %); the baseline's is the
-    workload's. Time is unchanged; the batch that fits changes."""
-    return replace(x, memory_waste=np.asarray(f))
+    workload's, and a stack that already wastes less keeps its own (adopting the allocator never adds waste).
+    Time is unchanged; the batch that fits changes."""
+    return replace(x, memory_waste=np.minimum(x.memory_waste, f))
 
 
 # ---- attention ---------------------------------------------------------------------------------
