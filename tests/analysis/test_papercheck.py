@@ -16,15 +16,31 @@ def check(card, workloads=None):
     return triage.evaluate(card, workloads).to_dict()["paper_check"]
 
 
+LONG_7B = {"models": {"llama-2-7b-32k": {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                                          "num_key_value_heads": 32, "head_dim": 128, "intermediate_size": 11008,
+                                          "vocab_size": 32000, "max_position_embeddings": 32768}},
+           "workloads": [{"name": "w", "context": 4096}]}
+
+
 def test_a_4bit_kv_card_without_a_context_is_bounded_by_the_largest_context_that_fits():
-    c = check(KV4)
-    # by hand: 81,920 MiB = 85,899,345,920 B; fp16 weights 13,476,831,232 B leave 72,422,514,688 B, at batch 8
-    # and 524,288 B of KV per token: 17,266 tokens (17,265 with the activations). Bytes per step at 17,265:
-    # base 13.48 GB + 72.41 GB = 85.89 GB, 4-bit KV 13.48 + 18.10 = 31.58 GB: 2.72x (2.73 with the LM head
-    # and logits in both) — well below 3.6x, and every longer context does not fit.
+    # Llama 2 7B's shape with a 32k window (LLaMA-2-7B-32K), defined in the workload file. By hand: 81,920 MiB
+    # = 85,899,345,920 B; fp16 weights 13,476,831,232 B leave 72,422,514,688 B, at batch 8 and 524,288 B of KV
+    # per token: 17,266 tokens (17,265 with the activations). Bytes per step at 17,265: base 13.48 GB +
+    # 72.41 GB = 85.89 GB, 4-bit KV 13.48 + 18.10 = 31.58 GB: 2.72x (2.73 with the LM head and logits in both)
+    # — well below 3.6x, and every longer context does not fit.
+    card = {**KV4, "claim": {**KV4["claim"], "setting": {**KV4["claim"]["setting"], "model": "llama-2-7b-32k"}}}
+    c = check(card, LONG_7B)
     assert c["setting"]["context"] == 17_265 and c["setting"]["batch"] == 8
     assert c["bound"] == pytest.approx(2.73, abs=0.01) and c["exceeds_bound"] is True
     assert "context 17,265 (searched)" in c["setting_words"]
+
+
+def test_the_models_trained_window_caps_the_searched_context():
+    # Llama 2 7B itself was trained for 4,096 tokens (max_position_embeddings): at batch 8, 4,096 tokens,
+    # (13,476,831,232 + 8·4,096·524,288) / (13,476,831,232 + 8·4,096·131,072) = 30.66 / 17.77 GB = 1.725x
+    c = check(KV4)
+    assert c["setting"]["context"] == 4096 and c["bound"] == pytest.approx(1.73, abs=0.01)
+    assert c["exceeds_bound"] and "up to the model's 4,096-token window" in c["assumed"][0]
 
 
 def test_the_memo_says_which_setting_gave_the_bound(tmp_path):
@@ -32,7 +48,7 @@ def test_the_memo_says_which_setting_gave_the_bound(tmp_path):
     path = tmp_path / "kv4.yaml"
     path.write_text(yaml.safe_dump(KV4))
     out = CliRunner().invoke(main, ["run", str(path)]).stdout
-    assert "(llama-2-7b on a100-80gb, decode, batch 8, context 17,265 (searched)) is **2.73×**" in out
+    assert "(llama-2-7b on a100-80gb, decode, batch 8, context 4,096 (searched)) is **1.74×**" in out
 
 
 def test_settings_where_nothing_fits_are_never_the_bound():

@@ -56,3 +56,14 @@ def test_the_memo_cites_the_evidence_beside_the_number(tmp_path):
     assert "**1.50×** on tpot (source: Table 3, arXiv 2402.02750v2)" in memo
     assert "99.0 % of baseline retained (source: Table 2, commit 048e19e)" in memo
     assert '| `claim.setting.batch` | 8 | "batch size 8" | §5.1, arXiv 2402.02750v2 |' in memo
+
+
+def test_a_number_no_source_states_is_marked_an_assumption_and_shown_as_one(tmp_path):
+    ev = {**FULL, "quality.retained": {"assumption": "the paper reports no score; exact by construction"}}
+    assert validate(tmp_path, {**CARD, "evidence": ev}, "--strict").exit_code == 0
+    memo = CliRunner().invoke(main, ["run", str(tmp_path / "c.yaml")]).stdout
+    assert "99.0 % of baseline retained (assumed: the paper reports no score; exact by construction)" in memo
+    assert "*an assumption:* the paper reports no score" in memo
+    both = {**FULL, "quality.retained": {"assumption": "x y z", "quote": "q", "where": "Table 1, v2"}}
+    res = validate(tmp_path, {**CARD, "evidence": both})
+    assert res.exit_code == 1

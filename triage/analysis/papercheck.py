@@ -241,9 +241,11 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
         assumed.append(f"batch not stated: searched {', '.join(map(str, BATCHES))} where both sides fit")
     if "context" not in setting:
         window = _window(p.models)
+        cut = window < MAX_CONTEXT and window in contexts
         assumed.append(f"context not stated: searched {', '.join(f'{c:,}' for c in contexts)} tokens where both "
-                       f"sides fit (the largest that fits included"
-                       + (f"; none beyond the model's {window:,}-token window)" if window < MAX_CONTEXT else ")"))
+                       f"sides fit, " + (f"up to the model's {window:,}-token window (its trained context: a longer "
+                                         f"one that fits is not one it serves)" if cut
+                                         else "the longest that fits included"))
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)
     headline = "equal batch"
     if bool(p.rescued[best]):

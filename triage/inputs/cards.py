@@ -130,7 +130,7 @@ def strict(doc: Document) -> list[Problem]:
             problems.append(doc.problem(path, f"no evidence: give evidence.{'.'.join(path)}: {{quote, where}} "
                                               f"from the paper (--strict)"))
     for key, entry in evidence.items():
-        if not VERSION.search(entry["where"]):
+        if "where" in entry and not VERSION.search(entry["where"]):
             problems.append(doc.problem(("evidence", key, "where"), (
                 "names no version of its source: add the arXiv version (v2), a commit or the page's date (--strict)")))
     return problems

@@ -176,7 +176,8 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "claim": d["claim"],
         "check": d["paper_check"],
         "evidence": _evidence(d["claim"]),
-        "cite": {k: v["where"] for k, v in d["claim"]["evidence"].items()},
+        "cite": {k: v["where"] if "where" in v else f"assumed: {v['assumption']}"
+                 for k, v in d["claim"]["evidence"].items()},
         "warnings": d["warnings"],
         "cells": cells,
         "omitted": len(result) - len(cells),
