@@ -26,7 +26,7 @@ from ..inputs import units, workloads
 from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim
 from ..inputs.hfconfig import is_config_path
-from ..inputs.registry import carried, outside_the_step, touched_groups
+from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, matrix
 from ..model.roofline import group_times, step_cost, step_time
@@ -204,6 +204,13 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                                  "target over a request trace): a scheduler's gain, which one step's roofline "
                                  "cannot bound"}
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
+    acting = set().union(*(acting_phases(k, v) for k, v in claim.change.items())) if claim.change else set()
+    if "phase" not in setting and metric != "tpot" and acting and phase not in acting:
+        # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
+        phase = sorted(acting)[0]
+        unstated_phase = True
+    else:
+        unstated_phase = False
     model = setting.get("model")
     if model is None:
         return {**empty, "note": "the card's setting names no model: no bound can be computed"}
@@ -237,6 +244,9 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
             "paper used (claim.setting.tp, pipeline) or its offloading (claim.setting.offload)")}
     best = int(np.nanargmax(candidates))
     bound = float(candidates[best])
+    if unstated_phase:
+        assumed.append(f"phase not stated: bounded at {phase}, the only phase the change acts on (a request that "
+                       f"also decodes gains less)")
     if "batch" not in setting:
         assumed.append(f"batch not stated: searched {', '.join(map(str, BATCHES))} where both sides fit")
     if "context" not in setting:
