@@ -151,3 +151,13 @@ def test_a_decode_only_mechanism_warns_on_prefill_workloads():
     r = triage.evaluate(card).to_dict()
     assert [w["code"] for w in r["warnings"]] == ["phase-untouched"]
     assert "prefill-2k is priced unchanged" in r["warnings"][0]["message"]
+
+
+def test_a_throughput_claim_of_a_prefill_only_change_is_bounded_at_prefill():
+    card = {"id": "p", "title": "t", "direction": "system", "change": {"prefix_hit": 0.9},
+            "claim": {"speedup": 5.0, "metric": "throughput",
+                      "setting": {"model": "llama-2-7b", "hardware": "a100-80gb", "batch": 1, "context": 4096}}}
+    c = check(card)
+    # a 90 % prefix hit computes a tenth of the prompt's linear FLOPs and its queries' pairs: ~10x at most
+    assert c["setting"]["phase"] == "prefill" and 5.0 < c["bound"] <= 10.0
+    assert c["assumed"][0].startswith("phase not stated: bounded at prefill")
