@@ -87,3 +87,14 @@ def test_draft_model_as_a_config_json_path_relative_to_the_card(tmp_path):
     a = triage.evaluate(tmp_path / "c.yaml").to_dict()["cells"][0]["claim"]["time_s"]
     b = triage.evaluate(tmp_path / "c2.yaml").to_dict()["cells"][0]["claim"]["time_s"]
     assert a == b            # the config.json is Llama 3 8B's: the same draft by path and by name
+
+
+def test_what_catalog_import_writes_is_a_user_catalog(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(main, ["catalog", "import", str(CONFIGS / "llama-3-8b.json"), "--name", "mine",
+                               "-o", str(tmp_path / "mine.yaml")])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "c.yaml").write_text(KV_CARD.replace("llama-2-7b", "mine").replace("my-gpu", "a100-80gb"))
+    res = runner.invoke(main, ["run", str(tmp_path / "c.yaml"), "--catalog", str(tmp_path / "mine.yaml"), "-f", "json"])
+    assert res.exit_code == 0, res.output
+    assert '"model": "mine"' in res.stdout
