@@ -155,21 +155,32 @@ def _fifo(tmp_path, name="pipe"):
     return path
 
 
-@pytest.mark.parametrize("where", ["card", "workloads", "measured", "calibrate", "stack", "model-config"])
+@pytest.mark.parametrize("where", ["card", "workloads", "measured", "calibrate", "stack", "model-config", "catalog",
+                                   "draft-config"])
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 def test_devices_and_pipes_are_refused_at_once_as_any_input(tmp_path, where, kind):
     source = Path("/dev/zero") if kind == "dev-zero" else _fifo(tmp_path)
-    link = tmp_path / ("link.json" if where == "model-config" else "link.yaml")
+    link = tmp_path / ("link.json" if where in ("model-config", "draft-config") else "link.yaml")
     link.symlink_to(source)
     c = card(tmp_path)
     args = {"card": ["validate", link], "workloads": ["run", c, "-w", link], "measured": ["run", c, "--measured", link],
             "calibrate": ["calibrate", link],
             "stack": ["validate", card(tmp_path, f"id: s\ntitle: s\ndirection: cache\nstack: [{link}, {c}]\n",
                                        "s.yaml")],
-            "model-config": ["run", c, "--model", link]}[where]
+            "model-config": ["run", c, "--model", link],
+            "catalog": ["run", c, "--catalog", link],
+            "draft-config": ["validate", card(tmp_path, "id: s\ntitle: s\ndirection: decoding\nchange: {speculative: "
+                                                        f"{{tokens: 4, acceptance: 0.7, draft_model: {link}}}}}\n",
+                                              "d.yaml")]}[where]
     res = run(*args)
     assert res.exit_code == 1
     assert ("is a device" if kind == "dev-zero" else "is a pipe") in res.stderr
+
+
+def test_the_catalog_variable_is_held_to_the_same_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_CATALOG", str(_fifo(tmp_path)))
+    res = run("run", card(tmp_path))
+    assert res.exit_code == 1 and "is a pipe" in res.stderr
 
 
 def test_a_fifo_as_the_output_is_refused_without_blocking(tmp_path):
