@@ -70,7 +70,8 @@ def test_kvquant_is_a_kernel_timing_on_an_a6000():
 
 def test_quest_pairs_2_23x_with_4bit_weights():
     c = card("quest")["claim"]
-    assert c["speedup"] == 2.23 and c["setting"]["precision"]["weights"] == "int4"   # 29.6 -> 13.3 ms
+    # the repository's Fig. 10: 4-bit AWQ weights, 29.6 ms -> 13.3 ms per token at 32k, budget 2048
+    assert c["speedup"] == pytest.approx(29.6 / 13.3, abs=0.01) and c["setting"]["precision"]["weights"] == "int4"
 
 
 def test_sglang_names_its_real_baselines_and_a10g():

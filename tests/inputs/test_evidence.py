@@ -67,3 +67,14 @@ def test_a_number_no_source_states_is_marked_an_assumption_and_shown_as_one(tmp_
     both = {**FULL, "quality.retained": {"assumption": "x y z", "quote": "q", "where": "Table 1, v2"}}
     res = validate(tmp_path, {**CARD, "evidence": both})
     assert res.exit_code == 1
+
+
+def test_the_reported_number_cannot_be_an_assumption(tmp_path):
+    ev = {**FULL, "claim.speedup": {"assumption": "we think"}}
+    res = validate(tmp_path, {**CARD, "evidence": ev}, "--strict")
+    assert res.exit_code == 1 and "an assumption cannot stand for it" in res.output
+
+
+def test_a_word_of_hex_letters_is_not_a_commit(tmp_path):
+    ev = {**FULL, "claim.speedup": {"quote": "1.5x", "where": "the effaced table"}}
+    assert validate(tmp_path, {**CARD, "evidence": ev}, "--strict").exit_code == 1

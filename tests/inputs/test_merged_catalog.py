@@ -98,3 +98,10 @@ def test_what_catalog_import_writes_is_a_user_catalog(tmp_path):
     res = runner.invoke(main, ["run", str(tmp_path / "c.yaml"), "--catalog", str(tmp_path / "mine.yaml"), "-f", "json"])
     assert res.exit_code == 0, res.output
     assert '"model": "mine"' in res.stdout
+
+
+def test_the_catalog_listing_shows_the_users_chips(tmp_path):
+    (tmp_path / "cat.yaml").write_text(CHIP)
+    res = CliRunner().invoke(main, ["catalog", "hardware", "--catalog", str(tmp_path / "cat.yaml")])
+    assert res.exit_code == 0, res.output
+    assert "| my-gpu | 24.00 GiB | 936 GB/s | 71 TFLOP/s |" in res.stdout

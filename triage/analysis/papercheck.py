@@ -88,11 +88,18 @@ def _window(models: tuple[Model, ...]) -> int:
 
 def _setting_words(setting: dict[str, Any], stated: dict[str, Any]) -> str:
     """Which setting gave the bound, saying what the card stated and what the search chose."""
-    parts = []
-    for key in ("batch", "context"):
-        value = f"{setting[key]:,}"
-        parts.append(f"{key} {value}" + ("" if key in stated else " (searched)"))
-    return f"{setting['model']} on {setting['hardware']}, {setting['phase']}, " + ", ".join(parts)
+    gpus = [f"tp {setting['tp']}" if setting.get("tp", 1) > 1 else "",
+            f"pipeline {setting['pipeline']}" if setting.get("pipeline", 1) > 1 else ""]
+    parts = [" × ".join(g for g in gpus if g), setting["phase"]]
+    parts += [f"{key} {setting[key]:,}" + ("" if key in stated else " (searched)") for key in ("batch", "context")]
+    if "offload" in setting:
+        parts.append(f"{units.fmt_percent(setting['offload']['weights'], 0)} of the weights offloaded over "
+                     f"{setting['offload']['link']}")
+    if "baseline_model" in setting:
+        parts.append(f"baseline model {setting['baseline_model']}")
+    if "domain" in setting:
+        parts.append(f"domain {setting['domain']}")
+    return f"{setting['model']} on {setting['hardware']}, " + ", ".join(p for p in parts if p)
 
 
 class _Priced:
@@ -101,13 +108,14 @@ class _Priced:
     def __init__(self, claim: Claim, grid: matrix.Matrix, g: layers.Gaps, base: layers.Variant,
                  setting: dict[str, Any], metric: str) -> None:
         offload = setting.get("offload")
-        self.extra: Any = 0.0
+        # seconds a step spends streaming offloaded weights over the host link, each side its own weights
+        self.extra: tuple[Any, Any] = (0.0, 0.0)
         self.rescued: Any = np.zeros(grid.batch.shape, dtype=bool)   # the end-to-end layer's batches gave it
         base_mem, claim_mem = base.mem, g.claim.mem
         if offload is not None:
             share = float(offload["weights"])
             link = units.parse(offload["link"], "bandwidth")
-            self.extra = share * base.mem.weights * 1.0 / link        # the weights cross the link every step
+            self.extra = (share * base.mem.weights / link, share * g.claim.mem.weights / link)
             base_mem = replace(base.mem, weights=base.mem.weights * (1.0 - share))
             claim_mem = replace(g.claim.mem, weights=g.claim.mem.weights * (1.0 - share))
         waste = g.base.inputs.memory_waste
@@ -123,7 +131,7 @@ class _Priced:
             self.ratio = np.fmax(g.speedup_theoretical, g.speedup_end_to_end) * tb / g.base.time_theoretical
             self.rescued = g.speedup_end_to_end > g.speedup_theoretical
         else:
-            self.ratio = k * (tb + self.extra) / (tc + self.extra)
+            self.ratio = k * (tb + self.extra[0]) / (tc + self.extra[1])
         self.g, self.base, self.grid = g, base, grid
         self.mems = (base_mem, claim_mem)
         self.models: tuple[Model, ...] = grid.models
@@ -137,10 +145,11 @@ class _Priced:
         hw = layers.machine(self.grid).take(np.array([i]))
         rates = []
         k = float(self.g.speedup_theoretical[i] * self.g.claim.time_theoretical[i] / self.g.base.time_theoretical[i])
-        for inputs, batch, tokens in ((self.base.inputs, b0, 1.0), (self.g.claim.inputs, b1, k)):
+        for inputs, batch, tokens, extra in ((self.base.inputs, b0, 1.0, self.extra[0]),
+                                             (self.g.claim.inputs, b1, k, self.extra[1])):
             x = replace(inputs.take(np.array([i])), batch=np.array([batch]))
             t = step_time(step_cost(x), hw.peak, hw.bandwidth, vector_peak=hw.vector_peak)[0]
-            rates.append(tokens * batch / (t + float(np.broadcast_to(self.extra, self.fits.shape)[i])))
+            rates.append(tokens * batch / (t + float(np.broadcast_to(extra, self.fits.shape)[i])))
         return float(rates[1] / rates[0]), (int(b0), int(b1))
 
     def scope_ratio(self, groups: tuple[str, ...]) -> np.ndarray:
@@ -205,7 +214,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
                                  "cannot bound"}
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
     acting = set().union(*(acting_phases(k, v) for k, v in claim.change.items())) if claim.change else set()
-    if "phase" not in setting and metric != "tpot" and acting and phase not in acting:
+    if "phase" not in setting and metric not in ("tpot", "ttft") and acting and phase not in acting:
         # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
         phase = sorted(acting)[0]
         unstated_phase = True
@@ -266,15 +275,22 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
         headline = f"{scope} only: {SCOPES[scope]}, not the whole step"
     elif capacity_bound is not None and capacity_bound >= bound * (1 - 1e-9):     # a tie: the batch is the largest
         bound, headline = max(bound, capacity_bound), "capacity: each side at its largest batch that fits"
-    chosen = {**{k: setting[k] for k in PRICED if k in setting}, "model": setting.get("model"),
+    chosen = {**{k: setting[k] for k in PRICED + ("pipeline", "offload", "baseline_model") if k in setting},
+              "model": setting.get("model"),
               "hardware": hardware, "phase": phase, "batch": int(p.grid.batch[best]),
               "context": int(p.grid.context[best])}
     spec = claim.change.get("speculative")
     if isinstance(spec, dict):
-        keys = [k for k in ("tokens_per_step", "acceptance") if k in spec]
-        if not any(f"change.speculative.{k}" in claim.evidence for k in keys):
-            assumed.append(f"the bound rests on the card's own assumption ({', '.join(f'{k} {spec[k]}' for k in keys)}"
-                           f"), not on a number the paper reports: it cannot falsify the card")
+        # the number that priced the bound: the setting's domain's, else the card's default
+        domain = setting.get("domain")
+        paths = [f"by_domain.{domain}"] if domain in spec.get("by_domain", {}) else \
+            [k for k in ("tokens_per_step", "acceptance") if k in spec]
+        quoted = [p for p in paths if "quote" in claim.evidence.get(f"change.speculative.{p}", {})]
+        if not quoted:
+            values = ", ".join(f"{p} {spec['by_domain'][domain] if p.startswith('by_domain') else spec[p]}"
+                               for p in paths)
+            assumed.append(f"the bound rests on the card's own assumption ({values}), not on a number the paper "
+                           f"reports: it cannot falsify the card")
     out: dict[str, Any] = {
         "reported": reported, "bound": bound, "exceeds_bound": bool(reported > bound * TOLERANCE),
         "tolerance": TOLERANCE, "metric": metric, "scope": scope, "bound_kind": headline,
@@ -283,13 +299,20 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
         "capacity_bound": capacity_bound,
         "capacity_batches": list(capacity_batches) if capacity_batches else None,
         "assumed": assumed, "likely_sources": [], "note": "", "evidence": claim.evidence,
-        "warnings": noops.warnings(claim.change, [cat.hardware[hardware]], [("the paper's setting", phase)]),
+        "warnings": noops.warnings(claim.change, [cat.hardware[hardware]], [("the paper's setting", phase)],
+                                   domains=None),
     }
     if not out["baseline_fits"]:
-        gpus = int(np.ceil(float(p.mems[0].weights[best] * chosen.get("tp", 1)) / float(p.g.capacity[best])))
-        out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: it needs its weights "
-                       f"sharded over at least {max(gpus, 2)} GPUs (claim.setting.tp or pipeline) or offloaded "
-                       f"(claim.setting.offload); the bound assumes it ran")
+        weights, room = float(p.mems[0].weights[best]), float(p.g.capacity[best])
+        if weights >= room:
+            gpus = int(np.ceil(weights * chosen.get("tp", 1) * chosen.get("pipeline", 1) / (room / 1.0)))
+            out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: its weights alone "
+                           f"need {gpus} GPUs of this kind (claim.setting.tp or pipeline) or offloading "
+                           f"(claim.setting.offload); the bound assumes it ran")
+        else:
+            out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: its weights fit, "
+                           f"but not the KV of batch {chosen['batch']:,} at {chosen['context']:,} tokens (it "
+                           f"fits {int(p.max_batch[0][best]):,} sequences); the bound assumes it ran")
     if out["exceeds_bound"]:
         out["likely_sources"] = _sources(claim, metric, capacity_bound, bound, capacity_batches)
     return out

@@ -109,6 +109,10 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     check = papercheck.check(claim, cat)
     found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
                            [b.domain for b in m.blocks])
+    found += noops.no_effect(claim.change, m.blocks, m.block_idx, m.context,
+                             (g.speedup_theoretical, g.speedup_implementation, g.speedup_end_to_end,
+                              g.claim.cost.total_bytes / g.base.cost.total_bytes,
+                              g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
     found += [w for w in check.get("warnings", []) if w not in found]
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models) if analyse else None, baseline=overrides,

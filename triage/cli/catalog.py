@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 import yaml
 
+from ..inputs.catalog import resolve
 from ..inputs.hfconfig import load_model, read_config, to_entry
 from ..report.catalog_view import ROWS, render
-from .common import FILE, deliver, force_option, guard
+from .common import FILE, catalog_option, deliver, force_option, guard
 
 
 @click.group(name="catalog")
@@ -25,14 +26,16 @@ def command() -> None:
 
 
 def _section(section: str) -> click.Command:
-    @click.command(name=section, help=(f"The shipped {section}, with derived figures and sources.\n\n\b\n"
+    @click.command(name=section, help=(f"The {section} of the shipped catalog (merged with --catalog or "
+                                       f"$TRIAGE_CATALOG), with derived figures and sources.\n\n\b\n"
                                        f"Example:\n  triage catalog {section}\n"
                                        f"  triage catalog {section} --format json"))
     @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
                   help="md (a table) or json.")
+    @catalog_option
     @guard
-    def show(fmt: str) -> None:
-        click.echo(render(section, fmt), nl=False)
+    def show(fmt: str, catalog_file: Path | None) -> None:
+        click.echo(render(section, fmt, resolve(catalog_file)), nl=False)
 
     return show
 

@@ -11,6 +11,7 @@ from ..defaults import LIMITS, PAPER_HARDWARE
 from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
+from . import units
 from .claim import Claim
 from .hfconfig import is_config_path, load_model
 from .specs import Model
@@ -24,7 +25,9 @@ def _models(doc: Document, cat: catalog_mod.Catalog, problems: list[Problem]) ->
     data = doc.data
     change = data.get("change", {})
     spec = change.get("speculative")
-    named = [(("claim", "setting", "model"), data.get("claim", {}).get("setting", {}).get("model")),
+    setting = data.get("claim", {}).get("setting", {})
+    named = [(("claim", "setting", "model"), setting.get("model")),
+             (("claim", "setting", "baseline_model"), setting.get("baseline_model")),
              (("change", "distill_to"), change.get("distill_to")),
              (("change", "speculative", "draft_model"), spec.get("draft_model") if isinstance(spec, dict) else None)]
     out: dict[str, Model] = {}
@@ -51,6 +54,12 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
     data = doc.data
     setting = data.get("claim", {}).get("setting", {})
     models = _models(doc, cat, problems)
+    link = setting.get("offload", {}).get("link") if isinstance(setting.get("offload"), dict) else None
+    if link is not None:
+        try:
+            units.parse(link, "bandwidth")
+        except units.UnitError as exc:
+            problems.append(doc.problem(("claim", "setting", "offload", "link"), str(exc)))
     name = setting.get("hardware")
     if name is not None and name not in cat.hardware:
         problems.append(doc.problem(("claim", "setting", "hardware"), (
@@ -86,7 +95,9 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
 
 
 # a source's version: arXiv vN, a commit hash, a release tag or a dated page
-VERSION = re.compile(r"(?:\b|\d)v\d+(\.\d+)*\b|\b(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b|\b(19|20)\d\d-\d\d(-\d\d)?\b")
+VERSION = re.compile(r"(?:\b|\d)v\d+(\.\d+)*\b"                                 # arXiv 2402.02750v2, v0.2.5
+                     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"     # a commit (hex, not a word)
+                     r"|\b(19|20)\d\d-\d\d(-\d\d)?\b")                             # a page's date
 # the numbers a paper card reports: each needs evidence under --strict (a setting's keys all do)
 # (a speculative card's tokens per step or acceptance is the mechanism's parameter: with evidence the paper
 # check rests on the paper's number, without it the check says it rests on the card's own assumption)
@@ -129,6 +140,10 @@ def strict(doc: Document) -> list[Problem]:
         if not keys & set(evidence):
             problems.append(doc.problem(path, f"no evidence: give evidence.{'.'.join(path)}: {{quote, where}} "
                                               f"from the paper (--strict)"))
+    if "assumption" in evidence.get("claim.speedup", {}):
+        problems.append(doc.problem(("evidence", "claim.speedup"), (
+            "the reported number is the paper's: quote it ({quote, where}), an assumption cannot stand for it "
+            "(--strict)"), key=True))
     for key, entry in evidence.items():
         if "where" in entry and not VERSION.search(entry["where"]):
             problems.append(doc.problem(("evidence", key, "where"), (

@@ -10,10 +10,10 @@ from ..inputs import catalog, units, workloads
 from ..inputs.specs import bytes_per_element
 
 
-def hardware_rows() -> list[dict[str, Any]]:
+def hardware_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
     """One row per accelerator: capacity, bandwidth, dense peaks, ridge point, sources."""
     rows = []
-    for hw in catalog.load().hardware.values():
+    for hw in cat.hardware.values():
         rows.append({
             "key": hw.key, "name": hw.name, "memory_bytes": hw.memory_bytes,
             "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s, "compute_flops_per_s": hw.compute_flops_per_s,
@@ -24,10 +24,10 @@ def hardware_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def model_rows() -> list[dict[str, Any]]:
+def model_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
     """One row per model: parameters (total, active), KV bytes per token at fp16, architecture, source."""
     rows = []
-    for m in catalog.load().models.values():
+    for m in cat.models.values():
         kinds = [k for k, on in (("MoE", m.is_moe), ("MLA", m.is_mla), ("sliding window", bool(m.sliding_window)))
                  if on] or ["dense"]
         rows.append({
@@ -40,10 +40,10 @@ def model_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def workload_rows() -> list[dict[str, Any]]:
+def workload_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
     """One row per shipped workload."""
     rows = []
-    for block in workloads.load().blocks:
+    for block in workloads.load(None, cat).blocks:
         s = block.settings
         long = s.long_context if s.long_context is not None else s.context >= LONG_CONTEXT_TOKENS
         rows.append({"name": s.name, "phase": s.phase, "context": s.context, "batch": s.batch, "share": s.share,
@@ -67,9 +67,9 @@ def _peak(hw: dict[str, Any], dtype: str) -> str:
     return "—" if value is None else units.fmt_compute(value, ops=dtype.startswith("int"))
 
 
-def render(section: str, fmt: str) -> str:
-    """The section as a Markdown table (``md``) or JSON (``json``)."""
-    rows = ROWS[section]()
+def render(section: str, fmt: str, cat: catalog.Catalog | None = None) -> str:
+    """The section as a Markdown table (``md``) or JSON (``json``), of ``cat`` (default: the shipped catalog)."""
+    rows = ROWS[section](cat or catalog.load())
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
     if section == "hardware":
@@ -79,7 +79,8 @@ def render(section: str, fmt: str) -> str:
             [[r["key"], units.fmt_gib(r["memory_bytes"]), units.fmt_bandwidth(r["bandwidth_bytes_per_s"]),
               _peak(r, "fp16"), _peak(r, "fp8"), _peak(r, "int8"), _peak(r, "int4"), _peak(r, "fp4"),
               f"{r['ridge_point_fp16_flop_per_byte']:.0f} FLOP/B",
-              f"{r['interconnect']['kind']}, {units.fmt_bandwidth(r['interconnect']['bytes_per_s'])} per direction",
+              (f"{r['interconnect']['kind'] or 'a link'}, {units.fmt_bandwidth(r['interconnect']['bytes_per_s'])} "
+               f"per direction" if r["interconnect"]["bytes_per_s"] else "—"),
               r["source"].get("url", r["source"].get("all", ""))] for r in rows])
     if section == "models":
         return _table(

@@ -55,7 +55,7 @@ def comparison(results: list[Result]) -> dict[str, Any]:
         overall.append({"claim": ev.claim.id, "title": ev.claim.title, "decision": d.verdict,
                         "weighted_speedup": gain, "theoretical": d.weighted_theoretical, "gpu_hours": hours,
                         "gain_per_1000_gpu_hours": (gain - 1.0) / hours * 1000 if hours else None,
-                        "traffic_won": float(m.share[best == k].sum())})
+                        "traffic_won": float(m.share[best == k].sum()), "warnings": list(ev.warnings)})
     overall.sort(key=lambda row: -row["weighted_speedup"])
     first = overall[0]
     return {"claims": ids, "workloads": m.source, "cells": cells, "overall": overall,

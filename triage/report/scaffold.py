@@ -72,7 +72,7 @@ claim:
   metric: tpot                # tpot | ttft | throughput | memory
   baseline: "TODO: what the paper compared against (a weak or offloading baseline inflates the gain)"
   source: "TODO: table or figure of the number"
-  # scope: end-to-end         # end-to-end | kernel | attention | training: what the number times
+  # scope: end-to-end         # end-to-end | kernel | attention | training | serving: what it times
   # setting: {{model: llama-2-7b, hardware: a100-80gb, phase: decode, batch: 1, context: 4096}}  # what it states
 change:                       # the example values are placeholders: replace them with the paper's
 {change}

@@ -79,11 +79,19 @@ class Trusted(str):
 
 
 def setting_text(setting: dict[str, Any]) -> str:
-    """A paper's setting in words: 'model llama-2-7b, batch 8, precision: compute int8, weights int4'."""
+    """A paper's setting in words: 'model llama-2-7b, batch 8, context 4,096 tokens, precision: compute int8'."""
     parts = []
     for key, value in setting.items():
-        if isinstance(value, dict):
+        if key == "offload":
+            parts.append(f"offload: {units.fmt_percent(value['weights'], 0)} of the weights over {value['link']}")
+        elif isinstance(value, dict):
             parts.append(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+        elif key == "context":
+            parts.append(f"context {value:,} tokens")
+        elif key in ("memory_waste", "batch_utilization"):
+            parts.append(f"{key.replace('_', ' ')} {units.fmt_percent(value, 1)}")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            parts.append(f"{key} {value:,}")
         else:
             parts.append(f"{key} {value}")
     return ", ".join(parts)
