@@ -90,8 +90,12 @@ def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str
     if v in ("oneOf", "anyOf"):
         expected = sch.get("x-expected")
         if expected is None and err.context:
-            # the branch that got furthest explains best (e.g. kv_tokens: {keep: 2})
-            deepest = max(err.context, key=lambda e: len(e.absolute_path))
+            # the branch that got furthest explains best (e.g. kv_tokens: {keep: 2}), among the branches whose
+            # required keys are present (a chain draft's by_domain is not judged by the tree draft's rules)
+            shaped = {e.relative_schema_path[0] for e in err.context if e.validator == "required"
+                      and len(e.absolute_path) == len(err.absolute_path)}
+            candidates = [e for e in err.context if e.relative_schema_path[0] not in shaped] or list(err.context)
+            deepest = max(candidates, key=lambda e: len(e.absolute_path))
             if len(deepest.absolute_path) > len(err.absolute_path) or deepest.validator in (
                     "additionalProperties", "required"):
                 return _messages(deepest, root)
