@@ -96,16 +96,20 @@ def test_pipeline_stages_hold_a_model_one_gpu_cannot():
     assert staged["baseline_fits"] is True and staged["note"] == ""
 
 
+def _offloaded(change, model, batch, reported):
+    """A card whose paper ran on a T4 with every weight streamed from the host over PCIe Gen3 (16 GB/s)."""
+    return {"id": "o", "title": "t", "direction": "cache", "change": change,
+            "claim": {"speedup": reported, "metric": "tpot",
+                      "setting": {"model": model, "hardware": "t4", "batch": batch, "context": 1024,
+                                  "offload": {"weights": 1.0, "link": "16 GB/s"}}}}
+
+
 def test_an_offloading_baseline_is_priced_with_its_link():
     # OPT-6.7B on a T4, its fp16 weights (13.3 GB) streamed over a 16 GB/s link every step: ~0.83 s a step on
     # both sides, so halving the KV at equal batch gains almost nothing. By hand, batch 8 at 1,024 tokens:
     # KV 8 x 1,024 x 524,288 B = 4.29 GB, read in 13.4 ms at 320 GB/s (half of it with the change), against
     # 832 ms of link time: (832 + 13.4 + 0.4) / (832 + 6.7 + 0.4) ~ 1.008. On the GPU alone it would be 1.13.
-    card = {"id": "h", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5},
-            "claim": {"speedup": 1.5, "metric": "tpot",
-                      "setting": {"model": "opt-6.7b", "hardware": "t4", "batch": 8, "context": 1024,
-                                  "offload": {"weights": 1.0, "link": "16 GB/s"}}}}
-    c = check(card)
+    c = check(_offloaded({"kv_bytes": 0.5}, "opt-6.7b", batch=8, reported=1.5))
     assert c["bound"] == pytest.approx(1.008, abs=0.002)
     assert c["exceeds_bound"] and c["likely_sources"][0].startswith("an offloading baseline")
     assert "100 % of the weights offloaded over 16 GB/s" in c["setting_words"]
@@ -113,11 +117,7 @@ def test_an_offloading_baseline_is_priced_with_its_link():
 
 def test_offloaded_weights_are_each_sides_own():
     # a 4x smaller weight format streams 4x fewer bytes over the link: the link-bound bound is ~4x, not 1x
-    card = {"id": "w", "title": "t", "direction": "weights", "change": {"weight_bytes": 0.25},
-            "claim": {"speedup": 3.5, "metric": "tpot",
-                      "setting": {"model": "llama-2-7b", "hardware": "t4", "batch": 1, "context": 1024,
-                                  "offload": {"weights": 1.0, "link": "16 GB/s"}}}}
-    c = check(card)
+    c = check(_offloaded({"weight_bytes": 0.25}, "llama-2-7b", batch=1, reported=3.5))
     assert c["bound"] == pytest.approx(4.0, rel=0.02) and not c["exceeds_bound"]
 
 
