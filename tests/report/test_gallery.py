@@ -8,11 +8,12 @@ and read the diff.
 """
 
 import os
+import xml.etree.ElementTree as ET
 
 import pytest
 
 import triage
-from triage.report.memo import render_brief, render_markdown
+from triage.report.memo import figure_data, render_brief, render_markdown
 
 from conftest import ROOT
 
@@ -36,10 +37,18 @@ def _key_lines(text: str) -> list[str]:
 @pytest.mark.parametrize("name,card,workloads,render", GALLERY, ids=[g[0] for g in GALLERY])
 def test_gallery_is_current(name, card, workloads, render, monkeypatch):
     monkeypatch.chdir(ROOT)
-    text = render(triage.evaluate(card, workloads))
+    result = triage.evaluate(card, workloads)
     path = ROOT / "docs" / "gallery" / name
+    figures = figure_data(result) if render is render_markdown else {}
+    files = {f"{path.stem}.{fig}.svg": svg for fig, svg in figures.items()}
+    text = render(result, [{"title": f.split(".")[-2], "path": f} for f in files]) if files else render(result)
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
+        for f, svg in files.items():                       # the figures beside every gallery memo
+            (path.parent / f).write_text(svg, encoding="utf-8")
+    for f in files:
+        assert f"]({f})" in text
+        ET.parse(path.parent / f)                          # present and well-formed (checked by pixels elsewhere)
     stored = path.read_text(encoding="utf-8")
     if name == SNAPSHOT:
         assert text == stored

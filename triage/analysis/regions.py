@@ -7,6 +7,7 @@ report words them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,8 +32,9 @@ class Crossover:
     contexts: np.ndarray
     batches: np.ndarray
     theoretical: np.ndarray         # batches × contexts
-    pays_theoretical: np.ndarray    # bound ≥ min_gain
+    pays_theoretical: np.ndarray    # bound ≥ min_gain where both sides fit (never a bound where nothing runs)
     pays_expected: np.ndarray       # implementation ≥ min_gain and the claim fits
+    fits: np.ndarray                # both the baseline and the claim fit in memory
 
 
 @dataclass(frozen=True)
@@ -108,16 +110,22 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
     decode = np.flatnonzero(m.decode)
     pairs = m.model_idx[decode] * len(m.hardware) + m.hardware_idx[decode]
     _, first = np.unique(pairs, return_index=True)          # the first decode cell of each model × hardware
-    ctx, bat = np.meshgrid(CROSSOVER_CONTEXTS, CROSSOVER_BATCHES)
+    # the axes cover the shipped grid and the matrix's own range (powers of 2 and 4 beyond it)
+    top_ctx, top_batch = float(m.context[decode].max(initial=1)), float(m.batch[decode].max(initial=1))
+    contexts = np.union1d(CROSSOVER_CONTEXTS, 2.0 ** np.arange(21, math.ceil(math.log2(max(top_ctx, 2))) + 1))
+    batches = np.union1d(CROSSOVER_BATCHES, 4.0 ** np.arange(4, math.ceil(math.log(max(top_batch, 2), 4)) + 1))
+    ctx, bat = np.meshgrid(contexts, batches)
     for i in decode[np.sort(first)]:
         g = layers.compute(_replicate(m, int(i), ctx.ravel(), bat.ravel()), claim, models)
         min_gain = float(m.blocks[m.block_idx[i]].min_gain)
+        both = g.base.fits & g.claim.fits
         out.append(Crossover(
             model=m.models[m.model_idx[i]].key, hardware=m.hardware[m.hardware_idx[i]].key, min_gain=min_gain,
-            contexts=CROSSOVER_CONTEXTS, batches=CROSSOVER_BATCHES,
+            contexts=contexts.astype(int), batches=batches.astype(int),
             theoretical=g.speedup_theoretical.reshape(ctx.shape),
-            pays_theoretical=(g.speedup_theoretical >= min_gain).reshape(ctx.shape),
-            pays_expected=((g.speedup_implementation >= min_gain) & g.claim.fits).reshape(ctx.shape)))
+            pays_theoretical=((g.speedup_theoretical >= min_gain) & both).reshape(ctx.shape),
+            pays_expected=((g.speedup_implementation >= min_gain) & g.claim.fits).reshape(ctx.shape),
+            fits=both.reshape(ctx.shape)))
     return tuple(out)
 
 

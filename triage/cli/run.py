@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
+from ..io.files import Content
+from ..report.figures import to_png
 from ..report.memo import RENDERERS, figure_data, render_markdown
 from ..report.result import evaluate, with_measurements
 from .common import (
@@ -25,6 +28,13 @@ from .common import (
 )
 
 
+def _binary(data: bytes) -> Callable[[BinaryIO], None]:
+    """Bytes as the writer a delivered file takes."""
+    def write(stream: BinaryIO) -> None:
+        stream.write(data)
+    return write
+
+
 @click.command(name="run")
 @click.argument("cards", nargs=-1, required=True, type=FILE)
 @click.option("--stack", is_flag=True, help="Apply several cards together as one claim (savings add up).")
@@ -35,9 +45,9 @@ from .common import (
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md (the decision memo) or json; default from the -o suffix, else md.")
 @click.option("--brief", is_flag=True, help="A one-page reading-group brief instead of the memo.")
-@click.option("--figures", type=click.Choice(["svg", "none"]), default="svg",
+@click.option("--figures", type=click.Choice(["svg", "png", "none"]), default="svg",
               help="With -o FILE.md: write FILE.roofline.svg, FILE.gain.svg and FILE.latency.svg beside the memo "
-                   "(default), or none.")
+                   "(default), the same as PNG (the png extra), or none.")
 @click.option("--measured", type=click.Path(exists=False, path_type=Path),
               help="Measurements (CSV, JSON, vLLM bench JSON, or a folder of them) for the implementation and "
                    "end-to-end layers.")
@@ -73,9 +83,10 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
         result = with_measurements(result, measured)
     evaluated = time.perf_counter()
     # render everything first, then write: a failure leaves no output behind
-    figure_files: list[tuple[Path, str]] = []
-    if fmt == "md" and output is not None and figures == "svg":
-        figure_files = [(output.with_name(f"{output.stem}.{name}.svg"), svg)
+    figure_files: list[tuple[Path, Content]] = []
+    if fmt == "md" and output is not None and figures != "none":
+        figure_files = [(output.with_name(f"{output.stem}.{name}.{figures}"),
+                         svg if figures == "svg" else _binary(to_png(svg)))
                         for name, svg in figure_data(result).items()]
         text = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name} for p, _ in figure_files])
     elif fmt == "md":

@@ -1,151 +1,378 @@
-"""The memo's two pictures as hand-written SVG: a roofline and a gain heatmap.
+"""The memo's pictures as hand-written SVG, in one style: a roofline, a gain heatmap, latency–throughput.
 
-SVG is text: no plotting library to install or import (triage run stays fast),
-and the files are byte-identical across runs.
+SVG is text: no plotting library to install or import (triage run stays fast), and the files are
+byte-identical across runs. Every piece of text goes through one layout (Canvas) that measures it,
+keeps it inside the canvas and away from every other text, moving a point's label around the point or
+replacing it by a number with a legend entry when it cannot fit: no label overlaps or is clipped.
+All text sits in one group (``<g id="labels">``) so a test can render the figure with and without it
+and check that every inked pixel of the text lies inside its measured box.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-_XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+from ..errors import Problem, UserError
+
+_XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 
 
 def escape(text: str) -> str:
     """Text safe inside an SVG element (xml.sax.saxutils.escape costs a 48 ms import of urllib at start-up)."""
     return text.translate(_XML)
 
-W, H, PAD = 640, 400, 60
-TOP, BOTTOM = PAD - 20, H - PAD - 20       # the plotting frame's vertical extent
-PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+
+@dataclass(frozen=True)
+class Style:
+    """One style for every figure: sizes, fonts, and colours that stay apart in greyscale and for colour-blind
+    readers (Okabe & Ito 2008 for lines; viridis, Smith & van der Walt 2015, for values)."""
+
+    width: int = 720
+    height: int = 460
+    left: int = 72            # room for the y tick labels and the y axis title
+    right: int = 200          # the legend column
+    top: int = 48             # the title (two lines at most)
+    bottom: int = 52          # x tick labels and the x axis title
+    font: str = "DejaVu Sans, Verdana, sans-serif"
+    size: float = 11.0
+    title_size: float = 13.0
+    small: float = 9.0
+    char_em: float = 0.64     # a conservative advance per character in DejaVu Sans (digits 0.636 em)
+    text: str = "#222222"
+    grid: str = "#e6e6e6"
+    frame: str = "#999999"
+    lines: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 
 
-def _log_scale(lo: float, hi: float, a: float, b: float) -> Any:
-    span = math.log10(hi) - math.log10(lo)
-    return lambda v: a + (math.log10(max(v, lo)) - math.log10(lo)) / span * (b - a)
+STYLE = Style()
+# viridis at 0, 0.25, 0.5, 0.75, 1: monotone in lightness, so a gain reads the same in greyscale
+_VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+NO_FIT = "nofit"          # the hatch pattern of cells where a side does not fit
 
 
-def _frame(title: str, xlabel: str, ylabel: str) -> list[str]:
-    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-            f'font-family="sans-serif" font-size="11">',
+def viridis(t: float) -> str:
+    """A colour of the viridis map for t in [0, 1]."""
+    t = min(max(t, 0.0), 1.0) * (len(_VIRIDIS) - 1)
+    i = min(int(t), len(_VIRIDIS) - 2)
+    f = t - i
+    r, g, b = (round(a + (c - a) * f) for a, c in zip(_VIRIDIS[i], _VIRIDIS[i + 1], strict=True))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+@dataclass(frozen=True)
+class Box:
+    """A text's measured extent in canvas pixels."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlaps(self, other: Box) -> bool:
+        return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
+
+
+class Canvas:
+    """One figure: shapes, then every text, each measured and kept inside the canvas and apart."""
+
+    def __init__(self, title: str, xlabel: str, ylabel: str, style: Style = STYLE) -> None:
+        self.s = style
+        self.x0, self.x1 = style.left, style.width - style.right
+        self.y0, self.y1 = style.top, style.height - style.bottom
+        self.shapes: list[str] = []
+        self.texts: list[str] = []
+        self.boxes: list[tuple[Box, str]] = []
+        self.legend: list[tuple[str, str, str]] = []          # (swatch kind, colour, text)
+        for n, line in enumerate(self._wrap(title, style.title_size, style.width - 16)[:2]):
+            self.text(style.width / 2, 18 + n * style.title_size * 1.3, line, anchor="middle",
+                      size=style.title_size, free=True)
+        self.text((self.x0 + self.x1) / 2, style.height - 8, xlabel, anchor="middle", free=True)
+        self.text(14, (self.y0 + self.y1) / 2, ylabel, anchor="middle", rotate=True, free=True)
+        self.shapes.append(f'<rect x="{self.x0}" y="{self.y0}" width="{self.x1 - self.x0}" '
+                           f'height="{self.y1 - self.y0}" fill="none" stroke="{style.frame}"/>')
+
+    def _wrap(self, text: str, size: float, width: float, most: int = 2) -> list[str]:
+        words, lines, line = text.split(), [], ""
+        for w in words:
+            if line and self.measure(f"{line} {w}", size) > width:
+                lines.append(line)
+                line = w
+            else:
+                line = f"{line} {w}".strip()
+        lines.append(line)
+        if len(lines) > most:
+            last = lines[most - 1]
+            while self.measure(last + " …", size) > width and " " in last:
+                last = last.rsplit(" ", 1)[0]
+            lines = lines[:most - 1] + [last + " …"]
+        return lines
+
+    def measure(self, text: str, size: float | None = None) -> float:
+        return len(text) * (size or self.s.size) * self.s.char_em
+
+    def box(self, x: float, y: float, text: str, anchor: str, size: float, rotate: bool = False) -> Box:
+        """The extent of ``text`` drawn at (x, y) (baseline) with ``anchor``."""
+        w, h = self.measure(text, size), size * 1.25
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+        if rotate:                                  # rotated -90° about (x, y): the box turns
+            return Box(x - size * 1.0, y - w / 2, x + size * 0.3, y + w / 2)
+        return Box(left - 1, y - size * 0.95, left + w + 1, y - size * 0.95 + h)
+
+    def fits(self, b: Box, legend: bool = False) -> bool:
+        """Inside the canvas, apart from every text, and (unless it is the legend's) out of the legend column."""
+        inside = b.x0 >= 1 and b.y0 >= 1 and b.x1 <= self.s.width - 1 and b.y1 <= self.s.height - 1
+        column = Box(self.x1 + 8, 0, self.s.width, self.y1)
+        return inside and (legend or not b.overlaps(column)) and not any(b.overlaps(o) for o, _ in self.boxes)
+
+    def text(self, x: float, y: float, text: str, anchor: str = "start", size: float | None = None,
+             color: str | None = None, rotate: bool = False, free: bool = False) -> bool:
+        """Draw ``text`` if it fits (inside, apart from every other text); ``free``: the caller has reserved
+        room (titles), drawn shortened to the canvas if it is too long."""
+        size = size or self.s.size
+        b = self.box(x, y, text, anchor, size, rotate)
+        if not self.fits(b, legend=free):
+            if not free:
+                return False
+            while len(text) > 4 and not (b.x0 >= 1 and b.x1 <= self.s.width - 1):
+                text = text[:-2] + "…"
+                b = self.box(x, y, text, anchor, size, rotate)
+        self.boxes.append((b, text))
+        turn = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if rotate else ""
+        self.texts.append(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size:g}" '
+                          f'fill="{color or self.s.text}"{turn} data-box="{b.x0:.1f} {b.y0:.1f} {b.x1:.1f} '
+                          f'{b.y1:.1f}">{escape(text)}</text>')
+        return True
+
+    def place(self, x: float, y: float, text: str, color: str | None = None, size: float | None = None) -> bool:
+        """A point's label at the first free spot around (x, y), in growing rings."""
+        size = size or self.s.size
+        for r in (7, 14, 24, 36):
+            for dx, dy, anchor in ((r, -r / 2, "start"), (r, r + size / 2, "start"), (-r, -r / 2, "end"),
+                                   (-r, r + size / 2, "end"), (0, -r, "middle"), (0, r + size, "middle")):
+                if self.text(x + dx, y + dy, text, anchor, size, color):
+                    return True
+        return False
+
+    def label_point(self, x: float, y: float, text: str, color: str) -> None:
+        """Label a point; where no spot is free, a number beside it and the text in the legend."""
+        if self.place(x, y, text, color):
+            return
+        n = sum(1 for kind, _, _ in self.legend if kind == "number") + 1
+        if self.place(x, y, str(n), color, self.s.small):
+            self.legend.append(("number", color, f"{n}: {text}"))
+
+    def ticks_x(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str]) -> None:
+        """Grid lines and labels at ``values``, a label dropped where it would touch its neighbour."""
+        for v in values:
+            x = scale(v)
+            if self.x0 - 0.5 <= x <= self.x1 + 0.5:
+                self.shapes.append(f'<line x1="{x:.1f}" y1="{self.y0}" x2="{x:.1f}" y2="{self.y1}" '
+                                   f'stroke="{self.s.grid}"/>')
+                self.text(x, self.y1 + 15, fmt(v), anchor="middle")
+
+    def ticks_y(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str]) -> None:
+        for v in values:
+            y = scale(v)
+            if self.y0 - 0.5 <= y <= self.y1 + 0.5:
+                self.shapes.append(f'<line x1="{self.x0}" y1="{y:.1f}" x2="{self.x1}" y2="{y:.1f}" '
+                                   f'stroke="{self.s.grid}"/>')
+                self.text(self.x0 - 5, y + 4, fmt(v), anchor="end")
+
+    def svg(self, defs: str = "") -> str:
+        """The figure: shapes, the legend column, then every text in one group."""
+        x, y = self.x1 + 14, self.y0 + 4
+        for kind, color, text in self.legend:
+            lines = self._wrap(text, self.s.small, self.s.right - 36, most=5) if kind != "number" else [text]
+            if y + 12 * len(lines) > self.s.height - 4:
+                break
+            if kind == "line":
+                self.shapes.append(f'<line x1="{x}" y1="{y + 4}" x2="{x + 14}" y2="{y + 4}" stroke="{color}" '
+                                   f'stroke-width="2"/>')
+            elif kind == "dash":
+                self.shapes.append(f'<line x1="{x}" y1="{y + 4}" x2="{x + 14}" y2="{y + 4}" stroke="{color}" '
+                                   f'stroke-width="2" stroke-dasharray="5,3"/>')
+            elif kind in ("box", "hatch"):
+                fill = f"url(#{NO_FIT})" if kind == "hatch" else color
+                self.shapes.append(f'<rect x="{x}" y="{y - 2}" width="14" height="10" fill="{fill}" '
+                                   f'stroke="{self.s.frame}"/>')
+            for k, line in enumerate(lines):
+                self.text(x + (20 if kind != "number" else 0), y + 8 + 12 * k, line, size=self.s.small,
+                          color=self.s.text, free=True)
+            y += 12 * len(lines) + 6
+        return "\n".join([
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.s.width}" height="{self.s.height}" '
+            f'viewBox="0 0 {self.s.width} {self.s.height}" font-family="{self.s.font}">',
+            f"<defs>{defs}</defs>" if defs else "",
             '<rect width="100%" height="100%" fill="white"/>',
-            f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{escape(title)}</text>',
-            f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">{escape(xlabel)}</text>',
-            f'<text x="16" y="{H / 2}" text-anchor="middle" transform="rotate(-90 16 {H / 2})">{escape(ylabel)}</text>',
-            f'<rect x="{PAD}" y="{TOP}" width="{W - 2 * PAD}" height="{BOTTOM - TOP}" fill="none" stroke="#999"/>']
+            *self.shapes, '<g id="labels">', *self.texts, "</g>", "</svg>"]).replace("\n\n", "\n") + "\n"
 
 
-def roofline(hardware: list[dict[str, Any]], points: list[dict[str, Any]], title: str) -> str:
-    """Each chip's roof min(peak, BW·I) and each cell's baseline (circle) and claim (triangle) at (I, FLOP/s)."""
+def _log_scale(lo: float, hi: float, a: float, b: float) -> Callable[[float], float]:
+    span = math.log10(hi) - math.log10(lo)
+    return lambda v: a + (math.log10(min(max(v, lo), hi)) - math.log10(lo)) / span * (b - a)
+
+
+def _decades(lo: float, hi: float) -> list[float]:
+    return [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+
+
+def _si(v: float, unit: str) -> str:
+    """10000000000000 FLOP/s -> '10 TFLOP/s' ('10T' with unit '')."""
+    for p, name in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= p:
+            return f"{v / p:g} {name}{unit}" if unit else f"{v / p:g}{name}"
+    return f"{v:g} {unit}".strip()
+
+
+def roofline(roofs: list[dict[str, Any]], points: list[dict[str, Any]], title: str) -> str:
+    """Each chip's roof min(peak, BW·I) for every compute dtype a plotted point runs at (the fp16 roof and the
+    int8/fp8 one where a claim computes there), and each cell's baseline (circle) and claim (triangle) at
+    (arithmetic intensity, attained FLOP/s) of the theoretical layer."""
+    c = Canvas(title, "arithmetic intensity (FLOP/B, log scale)", "attained FLOP/s (log; T = 10¹², P = 10¹⁵)")
     x_lo, x_hi = 0.1, 1e5
-    y_lo = 1e10
-    y_hi = max(h["peak"] for h in hardware) * 2
-    sx = _log_scale(x_lo, x_hi, PAD, W - PAD)
-    sy = _log_scale(y_lo, y_hi, BOTTOM, TOP)
-    out = _frame(title, "arithmetic intensity (FLOP/B)", "attained FLOP/s")
-    for k in range(-1, 6):
-        x = sx(10.0 ** k)
-        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#eee"/>'
-                   f'<text x="{x:.1f}" y="{BOTTOM + 14}" text-anchor="middle">1e{k}</text>')
-    for k in range(10, int(math.log10(y_hi)) + 1):
-        y = sy(10.0 ** k)
-        out.append(f'<line x1="{PAD}" y1="{y:.1f}" x2="{W - PAD}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{PAD - 4}" y="{y + 4:.1f}" text-anchor="end">1e{k}</text>')
-    for n, h in enumerate(hardware):
-        color = PALETTE[n % len(PALETTE)]
-        ridge = h["peak"] / h["bandwidth"]
-        path = [(x_lo, h["bandwidth"] * x_lo), (ridge, h["peak"]), (x_hi, h["peak"])]
+    ys = [r["peak"] for r in roofs] + [p[k] for p in points for k in ("base_flops", "claim_flops")]
+    y_hi = max(ys) * 2
+    y_lo = max(min(min(ys) / 3, y_hi / 1e6), 1e6)
+    sx, sy = _log_scale(x_lo, x_hi, c.x0, c.x1), _log_scale(y_lo, y_hi, c.y1, c.y0)
+    c.ticks_x(_decades(x_lo, x_hi), sx, lambda v: f"{v:g}")
+    c.ticks_y(_decades(y_lo, y_hi), sy, lambda v: _si(v, ""))
+    chips = list(dict.fromkeys(r["hardware"] for r in roofs))
+    for r in roofs:
+        color = STYLE.lines[chips.index(r["hardware"]) % len(STYLE.lines)]
+        ridge = r["peak"] / r["bandwidth"]
+        path = [(x_lo, r["bandwidth"] * x_lo), (ridge, r["peak"]), (x_hi, r["peak"])]
         d = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(path))
-        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
-        out.append(f'<text x="{sx(ridge) + 4:.1f}" y="{sy(h["peak"]) + 14:.1f}" fill="{color}">'
-                   f'{escape(h["name"])} (ridge {ridge:.0f} FLOP/B)</text>')
-    for n, p in enumerate(points):
-        color = PALETTE[p["hardware_index"] % len(PALETTE)]
+        dash = ' stroke-dasharray="5,3"' if r["dtype"] not in ("fp16", "bf16") else ""
+        c.shapes.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
+        c.legend.append(("dash" if dash else "line", color,
+                         f"{r['hardware']} {r['dtype']} roof: {_si(r['peak'], 'FLOP/s')}, ridge {ridge:.0f} FLOP/B"))
+    for p in points:
+        color = STYLE.lines[chips.index(p["hardware"]) % len(STYLE.lines)]
         bx, by = sx(p["base_intensity"]), sy(p["base_flops"])
         cx, cy = sx(p["claim_intensity"]), sy(p["claim_flops"])
-        out.append(f'<line x1="{bx:.1f}" y1="{by:.1f}" x2="{cx:.1f}" y2="{cy:.1f}" stroke="{color}" '
-                   f'stroke-dasharray="3,2"/>')
-        out.append(f'<circle cx="{bx:.1f}" cy="{by:.1f}" r="4" fill="none" stroke="{color}"/>')
-        out.append(f'<path d="M{cx:.1f},{cy - 5:.1f} L{cx + 5:.1f},{cy + 4:.1f} L{cx - 5:.1f},{cy + 4:.1f} Z" '
-                   f'fill="{color}"/>')
-        out.append(f'<text x="{bx + 6:.1f}" y="{by - 6 - 9 * (n % 3):.1f}" fill="#333">{escape(p["label"])}</text>')
-    out.append(f'<text x="{PAD + 6}" y="{BOTTOM - 6}" fill="#333">circle: baseline; triangle: claim</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        c.shapes.append(f'<line x1="{bx:.1f}" y1="{by:.1f}" x2="{cx:.1f}" y2="{cy:.1f}" stroke="{color}" '
+                        f'stroke-dasharray="3,2"/>')
+        c.shapes.append(f'<circle cx="{bx:.1f}" cy="{by:.1f}" r="4" fill="white" stroke="{color}"/>')
+        c.shapes.append(f'<path d="M{cx:.1f},{cy - 5:.1f} L{cx + 5:.1f},{cy + 4:.1f} L{cx - 5:.1f},{cy + 4:.1f} Z" '
+                        f'fill="{color}"/>')
+        c.boxes.append((Box(cx - 6, cy - 6, cx + 6, cy + 5), ""))   # labels keep off the markers
+        c.boxes.append((Box(bx - 5, by - 5, bx + 5, by + 5), ""))
+    for p in points:
+        color = STYLE.lines[chips.index(p["hardware"]) % len(STYLE.lines)]
+        c.label_point(sx(p["claim_intensity"]), sy(p["claim_flops"]), p["label"], color)
+    c.legend.append(("box", "white", "circle: baseline; triangle: claim; theoretical layer (full efficiency)"))
+    return c.svg()
 
 
-def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], min_gain: float, title: str) -> str:
-    """The bound over context × batch; cells at or above min_gain outlined."""
+def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], fits: list[list[bool]],
+            min_gain: float, title: str) -> str:
+    """The bound over context × batch: a fitting cell coloured by its gain (viridis), a cell where the baseline
+    or the claim does not fit hatched and uncoloured, and one contour around the cells that reach min_gain."""
+    c = Canvas(title, "context (tokens, log-spaced)", "batch (log-spaced)")
     nx, ny = len(contexts), len(batches)
-    cw, ch = (W - 2 * PAD) / nx, (BOTTOM - TOP) / ny
-    top = max(max(row) for row in gains)
-    out = _frame(title, "context (tokens)", "batch")
+    cw, ch = (c.x1 - c.x0) / nx, (c.y1 - c.y0) / ny
+    shown = [g for row, frow in zip(gains, fits, strict=True) for g, f in zip(row, frow, strict=True) if f]
+    lo, hi = (min(min(shown), 1.0), max(max(shown), 1.0)) if shown else (1.0, 1.0)
+
+    def colour(g: float) -> str:
+        return viridis(0.0 if hi <= lo else (g - lo) / (hi - lo))
+
+    values = cw >= c.measure("0.00", STYLE.small) + 3 and ch >= STYLE.small + 4
     for j, b in enumerate(batches):
-        y = BOTTOM - (j + 1) * ch
-        out.append(f'<text x="{PAD - 4}" y="{y + ch / 2 + 4:.1f}" text-anchor="end">{b}</text>')
-        for i, c in enumerate(contexts):
-            g = gains[j][i]
-            t = 0.0 if top <= 1 else min(max((g - 1) / (top - 1), 0.0), 1.0)
-            color = f"rgb({int(255 - 200 * t)},{int(255 - 120 * t)},{int(255 - 40 * t)})"
-            stroke = ' stroke="#d95f02" stroke-width="1.5"' if g >= min_gain else ""
-            x = PAD + i * cw
-            out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cw:.1f}" height="{ch:.1f}" fill="{color}"{stroke}>'
-                       f'<title>context {c}, batch {b}: {g:.3f}x</title></rect>')
-            if ny * nx <= 120:
-                out.append(f'<text x="{x + cw / 2:.1f}" y="{y + ch / 2 + 4:.1f}" text-anchor="middle" '
-                           f'font-size="8">{g:.2f}</text>')
-    for i, c in enumerate(contexts):
-        if i % 2 == 0:
-            label = f"{c / 1024:g}k" if c >= 1024 else str(c)
-            out.append(f'<text x="{PAD + (i + 0.5) * cw:.1f}" y="{BOTTOM + 14}" text-anchor="middle">{label}</text>')
-    out.append(f'<text x="{W - PAD}" y="{TOP - 6}" text-anchor="end">outlined: bound ≥ {min_gain:g}×</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        y = c.y1 - (j + 1) * ch
+        for i, ctx in enumerate(contexts):
+            x = c.x0 + i * cw
+            g, ok = gains[j][i], fits[j][i]
+            fill = colour(g) if ok else f"url(#{NO_FIT})"
+            what = f"{g:.3f}x" if ok else "does not fit"
+            c.shapes.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cw:.2f}" height="{ch:.2f}" fill="{fill}">'
+                            f'<title>context {ctx:,}, batch {b:,}: {what}</title></rect>')
+            if ok and values:
+                dark = (g - lo) / (hi - lo) < 0.55 if hi > lo else True
+                c.text(x + cw / 2, y + ch / 2 + 3, f"{g:.2f}", anchor="middle", size=STYLE.small,
+                       color="white" if dark else STYLE.text)
+    # the contour: every cell edge between a paying fitting cell and any other cell or the frame
+    pays = [[fits[j][i] and gains[j][i] >= min_gain for i in range(nx)] for j in range(ny)]
+    segs = []
+    for j in range(ny):
+        for i in range(nx):
+            if not pays[j][i]:
+                continue
+            x, y = c.x0 + i * cw, c.y1 - (j + 1) * ch
+            if i == 0 or not pays[j][i - 1]:
+                segs.append(f"M{x:.2f},{y:.2f} V{y + ch:.2f}")
+            if i == nx - 1 or not pays[j][i + 1]:
+                segs.append(f"M{x + cw:.2f},{y:.2f} V{y + ch:.2f}")
+            if j == 0 or not pays[j - 1][i]:
+                segs.append(f"M{x:.2f},{y + ch:.2f} H{x + cw:.2f}")
+            if j == ny - 1 or not pays[j + 1][i]:
+                segs.append(f"M{x:.2f},{y:.2f} H{x + cw:.2f}")
+    if segs:
+        c.shapes.append(f'<path d="{" ".join(segs)}" fill="none" stroke="#000000" stroke-width="2.5"/>')
+    for i, ctx in enumerate(contexts):
+        c.text(c.x0 + (i + 0.5) * cw, c.y1 + 15, f"{ctx / 1024:g}k" if ctx >= 1024 else str(ctx), anchor="middle")
+    for j, b in enumerate(batches):
+        c.text(c.x0 - 5, c.y1 - (j + 0.5) * ch + 4, f"{b:,}", anchor="end")
+    c.legend += [("box", colour(lo), f"bound {lo:.2f}× (lowest shown)"),
+                 ("box", colour(hi), f"bound {hi:.2f}× (highest)"),
+                 ("hatch", "", "the baseline or the claim does not fit in memory: no gain"),
+                 ("line", "#000000", f"contour: bound ≥ {min_gain:g}× (where it pays)")]
+    defs = (f'<pattern id="{NO_FIT}" patternUnits="userSpaceOnUse" width="6" height="6">'
+            f'<rect width="6" height="6" fill="white"/><path d="M0,6 L6,0" stroke="#8c8c8c" stroke-width="1"/>'
+            f"</pattern>")
+    return c.svg(defs)
 
 
 def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title: str) -> str:
-    """Tokens/s per GPU against TPOT over batch, one line per side; the SLO as a vertical line and, on each
-    side, the largest batch that meets it ringed."""
+    """Tokens/s per GPU against TPOT over the grid's batches, one line per side; the SLO as a vertical line
+    and, on each side, the largest batch that meets it ringed."""
     times = [t for s in series for t in s["tpot_s"]]
     rates = [r for s in series for r in s["tokens_per_s_per_gpu"]]
     if not times:
         return ""
-    x_lo, x_hi = min(times + ([slo_s] if slo_s else [])) / 1.5, max(times + ([slo_s] if slo_s else [])) * 1.5
+    c = Canvas(title, "TPOT, end-to-end (log scale)", "tokens/s per GPU (log scale)")
+    span = times + ([slo_s] if slo_s else [])
+    x_lo, x_hi = min(span) / 1.5, max(span) * 1.5
     y_lo, y_hi = min(rates) / 1.5, max(rates) * 1.5
-    sx = _log_scale(x_lo, x_hi, PAD, W - PAD)
-    sy = _log_scale(y_lo, y_hi, BOTTOM, TOP)
-    out = _frame(title, "TPOT, end-to-end (log scale)", "tokens/s per GPU (log scale)")
-    for k in range(math.floor(math.log10(x_lo)), math.ceil(math.log10(x_hi)) + 1):
-        for mult in (1, 2, 5):
-            tick = mult * 10.0 ** k
-            if x_lo <= tick <= x_hi:
-                x = sx(tick)
-                out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#eee"/>'
-                           f'<text x="{x:.1f}" y="{BOTTOM + 14}" text-anchor="middle">{tick * 1e3:g} ms</text>')
-    for k in range(math.floor(math.log10(y_lo)), math.ceil(math.log10(y_hi)) + 1):
-        if y_lo <= 10.0 ** k <= y_hi:
-            y = sy(10.0 ** k)
-            out.append(f'<line x1="{PAD}" y1="{y:.1f}" x2="{W - PAD}" y2="{y:.1f}" stroke="#eee"/>'
-                       f'<text x="{PAD - 4}" y="{y + 4:.1f}" text-anchor="end">1e{k}</text>')
+    sx, sy = _log_scale(x_lo, x_hi, c.x0, c.x1), _log_scale(y_lo, y_hi, c.y1, c.y0)
+    c.ticks_x([m * d for d in _decades(x_lo, x_hi) for m in (1, 2, 5)], sx, lambda v: f"{v * 1e3:g} ms")
+    c.ticks_y(_decades(y_lo, y_hi), sy, lambda v: f"{v:g}")
     if slo_s:
         x = sx(slo_s)
-        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{BOTTOM}" stroke="#999" stroke-dasharray="4,3"/>'
-                   f'<text x="{x + 4:.1f}" y="{TOP + 12}" fill="#555">SLO {slo_s * 1e3:g} ms</text>')
+        c.shapes.append(f'<line x1="{x:.1f}" y1="{c.y0}" x2="{x:.1f}" y2="{c.y1}" stroke="#555555" '
+                        f'stroke-dasharray="4,3"/>')
+        c.legend.append(("dash", "#555555", f"SLO: TPOT ≤ {slo_s * 1e3:g} ms"))
+    rings = []
     for n, s in enumerate(series):
-        color = PALETTE[n % len(PALETTE)]
+        color = STYLE.lines[n % len(STYLE.lines)]
         pts = list(zip(s["tpot_s"], s["tokens_per_s_per_gpu"], s["batch"], strict=True))
         d = " ".join(f"{'M' if i == 0 else 'L'}{sx(t):.1f},{sy(r):.1f}" for i, (t, r, _) in enumerate(pts))
-        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+        c.shapes.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
         for t, r, b in pts:
-            out.append(f'<circle cx="{sx(t):.1f}" cy="{sy(r):.1f}" r="3" fill="{color}">'
-                       f'<title>{escape(s["name"])} batch {b:g}: {t * 1e3:.2f} ms, {r:,.0f} tok/s</title></circle>')
+            c.shapes.append(f'<circle cx="{sx(t):.1f}" cy="{sy(r):.1f}" r="3" fill="{color}">'
+                            f'<title>{escape(s["name"])} batch {b:g}: {t * 1e3:.2f} ms, {r:,.0f} tok/s</title>'
+                            f'</circle>')
+            c.boxes.append((Box(sx(t) - 4, sy(r) - 4, sx(t) + 4, sy(r) + 4), ""))
         meets = [p for p in pts if slo_s is None or p[0] <= slo_s]
         if meets:
             t, r, b = meets[-1]
-            out.append(f'<circle cx="{sx(t):.1f}" cy="{sy(r):.1f}" r="7" fill="none" stroke="{color}"/>'
-                       f'<text x="{sx(t) - 8:.1f}" y="{sy(r) - 10:.1f}" text-anchor="end" fill="{color}">'
-                       f'batch {b:g}</text>')
-        out.append(f'<text x="{PAD + 6}" y="{TOP + 14 + 14 * n}" fill="{color}">{escape(s["name"])}</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+            c.shapes.append(f'<circle cx="{sx(t):.1f}" cy="{sy(r):.1f}" r="7" fill="none" stroke="{color}"/>')
+            rings.append((sx(t), sy(r), f"{s['name']}: batch {b:g}", color))
+        c.legend.append(("line", color, f"{s['name']}" + (" (ringed: the largest batch within the SLO)"
+                                                           if meets and slo_s else "")))
+    for x, y, text, color in rings:
+        c.label_point(x, y, text, color)
+    return c.svg()
+
+
+def to_png(svg: str) -> bytes:
+    """The figure as PNG (the `png` extra: resvg, a self-contained SVG renderer)."""
+    try:
+        import resvg_py
+    except ImportError:              # an optional dependency: say how to get it
+        raise UserError([Problem("--figures png", path="", message=(
+            "PNG figures need the png extra: pip install 'triage[png]'"))]) from None
+    return bytes(resvg_py.svg_to_bytes(svg_string=svg))

@@ -61,24 +61,31 @@ def figure_data(result: Result) -> dict[str, str]:
     """The SVG figures of a memo: roofline, gain heatmap, latency–throughput (name → SVG text)."""
     ev = result.evaluation
     m, g = ev.matrix, ev.gaps
-    compute = m.blocks[0].precision["compute"]
-    hardware = [{"name": h.key, "peak": h.peak(compute if h.has_peak(compute) else "fp16"),
-                 "bandwidth": h.bandwidth_bytes_per_s} for h in m.hardware]
     n = min(len(m), LIMITS.figure_points)
     names = m.labels("blocks")[:n]
     b, c = g.base, g.claim
-    points = [{"label": str(names[i]), "hardware_index": int(m.hardware_idx[i]),
-               "base_intensity": float(b.cost.total_flops[i] / b.cost.total_bytes[i]),
-               "base_flops": float(b.cost.total_flops[i] / b.time_theoretical[i]),
-               "claim_intensity": float(c.cost.total_flops[i] / c.cost.total_bytes[i]),
-               "claim_flops": float(c.cost.total_flops[i] / c.time_theoretical[i])} for i in range(n)]
-    title = f"Roofline: {ev.claim.title}" + (f" (first {n} of {len(m):,} cells)" if len(m) > n else "")
-    out = {"roofline": figures_mod.roofline(hardware, points, title)}
+    claim_dtype = ev.claim.change.get("compute_dtype")
+    points, roofs = [], {}
+    for i in range(n):
+        hw = m.hardware[m.hardware_idx[i]]
+        base_dtype = m.blocks[m.block_idx[i]].precision["compute"]
+        dtypes = [base_dtype] + ([claim_dtype] if claim_dtype and hw.has_peak(claim_dtype) else [])
+        for dtype in dtypes:            # a roof for every compute dtype a plotted point runs at
+            roofs[(hw.key, dtype)] = {"hardware": hw.key, "dtype": dtype, "peak": hw.peak(dtype),
+                                      "bandwidth": hw.bandwidth_bytes_per_s}
+        points.append({"label": str(names[i]), "hardware": hw.key,
+                       "base_intensity": float(b.cost.total_flops[i] / b.cost.total_bytes[i]),
+                       "base_flops": float(b.cost.total_flops[i] / b.time_theoretical[i]),
+                       "claim_intensity": float(c.cost.total_flops[i] / c.cost.total_bytes[i]),
+                       "claim_flops": float(c.cost.total_flops[i] / c.time_theoretical[i])})
+    title = (f"Roofline, theoretical layer: {ev.claim.title}"
+             + (f" (first {n} of {len(m):,} cells)" if len(m) > n else ""))
+    out = {"roofline": figures_mod.roofline(list(roofs.values()), points, title)}
     if ev.analysis is not None and ev.analysis.crossover:
         first = ev.analysis.crossover[0]
-        out["gain"] = figures_mod.heatmap(first.contexts.tolist(), first.batches.tolist(),
-                                          first.theoretical.tolist(), first.min_gain,
-                                          f"Bound over context × batch: {first.model} on {first.hardware} (decode)")
+        out["gain"] = figures_mod.heatmap(
+            first.contexts.tolist(), first.batches.tolist(), first.theoretical.tolist(), first.fits.tolist(),
+            first.min_gain, f"Theoretical bound over context × batch: {first.model} on {first.hardware}, decode")
     series, slo, title = _frontier(result)
     if series:
         out["latency"] = figures_mod.latency_throughput(series, slo, title)

@@ -1,0 +1,86 @@
+"""The figures as a reader sees them: every shipped card's figures rendered to pixels (resvg) and checked by
+geometry. Each text carries the box the layout reserved for it (data-box); the boxes must be disjoint and
+inside the canvas, and every pixel the text actually inks must lie inside its box — so no label overlaps
+another or is clipped on the picture itself. A heatmap cell where a side does not fit must carry no colour."""
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+import triage
+from triage.report.figures import to_png
+from triage.report.memo import figure_data
+
+resvg = pytest.importorskip("resvg_py")
+np = pytest.importorskip("numpy")
+Image = pytest.importorskip("PIL.Image")
+
+ROOT = Path(__file__).parent.parent.parent
+CARDS = sorted((ROOT / "claims").glob("*.yaml"))
+FONTS = [str(p) for p in Path("/usr/share/fonts").rglob("DejaVuSans.ttf")]
+BOX = re.compile(r'data-box="([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+)"')
+
+
+def pixels(svg: str) -> "np.ndarray":
+    """The figure as an RGB array (height × width × 3), rendered by resvg with the system's DejaVu Sans."""
+    png = bytes(resvg.svg_to_bytes(svg_string=svg, font_files=FONTS or None, skip_system_fonts=bool(FONTS)))
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int32)
+
+
+def labels_only(svg: str) -> str:
+    head = svg[:svg.index(">", svg.index("<svg")) + 1]
+    group = svg[svg.index('<g id="labels">'):svg.index("</g>", svg.index('<g id="labels">')) + 4]
+    return f'{head}<rect width="100%" height="100%" fill="white"/>{group}</svg>'
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return {p.stem: figure_data(triage.evaluate(p)) for p in CARDS}
+
+
+def test_every_memo_has_the_three_figures(figures):
+    for card, figs in figures.items():
+        assert set(figs) == {"roofline", "gain", "latency"}, card
+
+
+@pytest.mark.parametrize("card", [p.stem for p in CARDS])
+def test_no_label_overlaps_another_or_leaves_the_canvas_on_the_picture(figures, card):
+    for name, svg in figures[card].items():
+        width, height = (float(v) for v in re.search(r'width="(\d+)" height="(\d+)"', svg).groups())
+        boxes = [tuple(map(float, m.groups())) for m in BOX.finditer(svg)]
+        assert boxes, (card, name)
+        for i, (x0, y0, x1, y1) in enumerate(boxes):
+            assert 0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height, (card, name, boxes[i])
+            for u0, v0, u1, v1 in boxes[i + 1:]:
+                assert not (x0 < u1 and u0 < x1 and y0 < v1 and v0 < y1), (card, name, boxes[i], (u0, v0, u1, v1))
+        ink = (pixels(labels_only(svg)) < 200).any(axis=2)              # every pixel a text darkened
+        inside = np.zeros_like(ink)
+        for x0, y0, x1, y1 in boxes:
+            inside[max(int(y0) - 1, 0):int(y1) + 2, max(int(x0) - 1, 0):int(x1) + 2] = True
+        stray = np.argwhere(ink & ~inside)
+        assert len(stray) == 0, (card, name, stray[:5].tolist())
+
+
+@pytest.mark.parametrize("card", ["kv2x", "int8-weights", "kivi", "quest"])
+def test_a_cell_where_a_side_does_not_fit_carries_no_gain_colour(figures, card):
+    svg = figures[card]["gain"]
+    img = pixels(svg)
+    cells = re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)" fill="([^"]+)"><title>'
+                       r'[^<]*: ([^<]+)</title>', svg)
+    hatched = [c for c in cells if c[5] == "does not fit"]
+    coloured = [c for c in cells if c[5] != "does not fit"]
+    assert hatched and coloured, card
+    for x, y, w, h, fill, _ in hatched:
+        assert fill == "url(#nofit)"
+        patch = img[int(float(y)) + 3:int(float(y) + float(h)) - 3, int(float(x)) + 3:int(float(x) + float(w)) - 3]
+        spread = patch.max(axis=2) - patch.min(axis=2)                  # grey and white have r = g = b
+        assert spread.max() <= 8, (card, x, y)
+    x, y, w, h, _, _ = coloured[0]
+    centre = img[int(float(y) + float(h) / 2), int(float(x) + float(w) / 2)]
+    assert centre.max() - centre.min() > 30                             # a gain cell is coloured
+
+
+def test_png_on_request_is_a_png(figures):
+    assert to_png(figures["kv2x"]["roofline"])[:8] == b"\x89PNG\r\n\x1a\n"
