@@ -84,3 +84,37 @@ def test_a_cell_where_a_side_does_not_fit_carries_no_gain_colour(figures, card):
 
 def test_png_on_request_is_a_png(figures):
     assert to_png(figures["kv2x"]["roofline"])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figures_png_writes_pngs_beside_the_memo(tmp_path):
+    from click.testing import CliRunner
+
+    from triage.cli import main
+
+    out = tmp_path / "memo.md"
+    res = CliRunner().invoke(main, ["run", str(ROOT / "claims" / "kv2x.yaml"), "-o", str(out), "--figures", "png"])
+    assert res.exit_code == 0, res.output
+    for name in ("roofline", "gain", "latency"):
+        assert (tmp_path / f"memo.{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"](memo.{name}.png)" in out.read_text()
+
+
+def test_png_without_the_extra_is_a_user_error(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_resvg(name, *args, **kwargs):
+        if name == "resvg_py":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_resvg)
+    with pytest.raises(triage.UserError, match="pip install 'triage\\[png\\]'"):
+        to_png("<svg xmlns='http://www.w3.org/2000/svg'/>")
+
+
+def test_a_workload_grid_beyond_the_default_axes_widens_the_heatmap():
+    w = {"grid": {"phase": ["decode"], "context": [4096, 4_194_304], "batch": [1, 1024]}}
+    svg = figure_data(triage.evaluate(ROOT / "claims" / "kv2x.yaml", w))["gain"]
+    assert "batch 1,024:" in svg and "context 4,194,304," in svg
