@@ -153,6 +153,11 @@ class Canvas:
             for dx, dy, anchor in ((r, -r / 2, "start"), (r, r + size / 2, "start"), (-r, -r / 2, "end"),
                                    (-r, r + size / 2, "end"), (0, -r, "middle"), (0, r + size, "middle")):
                 if self.text(x + dx, y + dy, text, anchor, size, color):
+                    if r > 7:                               # a leader line says whose label it is
+                        b = self.boxes[-1][0]
+                        lx, ly = min(max(x, b.x0), b.x1), min(max(y, b.y0), b.y1)
+                        self.shapes.append(f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{lx:.1f}" y2="{ly:.1f}" '
+                                           f'stroke="{color or self.s.text}" stroke-width="0.6" opacity="0.6"/>')
                     return True
         return False
 
