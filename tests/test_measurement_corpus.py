@@ -1,0 +1,50 @@
+"""data/measurements/: every row of the public measurement corpus is well-formed, pinned to a source version
+and quoted, so a calibration or a fidelity figure built on it can be traced to what the source says."""
+
+import csv
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from triage.inputs import catalog
+
+DATA = Path(__file__).parent.parent / "data" / "measurements"
+HEADER = ["source_url", "source_version", "where", "quote", "engine", "engine_version", "model", "hf_model",
+          "hardware", "gpus", "weights", "kv", "compute", "phase", "batch", "prompt_tokens", "output_tokens",
+          "metric", "value", "notes"]
+ENGINES = {"vllm", "sglang", "tensorrt-llm", "llama.cpp", "gpt-fast", "hf-transformers", "lmdeploy", "exllamav2",
+           "mlc-llm", "tgi", "other"}
+METRICS = {"tpot_s", "ttft_s", "e2e_s", "tokens_per_s", "tokens_per_s_per_seq", "tokens_per_s_per_gpu",
+           "prompt_tokens_per_s", "requests_per_s"}
+PINNED = re.compile(r"[0-9a-f]{7,40}|\d{4}-\d\d-\d\d|v\d")
+FILES = sorted(DATA.glob("*.csv"))
+
+
+def test_the_corpus_holds_over_a_thousand_rows_from_many_engines():
+    rows = [r for f in FILES for r in csv.DictReader(f.open(newline="", encoding="utf-8"))]
+    assert len(rows) > 1000
+    assert len({r["engine"] for r in rows}) >= 8 and len({r["hardware"] for r in rows}) >= 10
+    assert {r["phase"] for r in rows} == {"decode", "prefill", "generation"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])
+def test_every_row_is_pinned_quoted_and_typed(path):
+    cat = catalog.load()
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == HEADER
+        for n, r in enumerate(reader, start=2):
+            where = f"{path.name}:{n}"
+            assert r["source_url"].startswith("http") and PINNED.search(r["source_version"]), where
+            assert r["quote"].strip() and r["where"].strip(), where
+            assert r["engine"] in ENGINES and r["metric"] in METRICS, where
+            assert r["phase"] in ("decode", "prefill", "generation"), where
+            value = float(r["value"])
+            assert math.isfinite(value) and value > 0, where
+            for k in ("gpus", "batch"):
+                assert r[k] == "" or (r[k].isdigit() and int(r[k]) > 0), (where, k)
+            for k in ("prompt_tokens", "output_tokens"):            # llama-bench's text generation: 0 prompt
+                assert r[k] == "" or r[k].isdigit(), (where, k)
+            assert r["model"] == "" or r["model"] in cat.models, where
