@@ -226,14 +226,14 @@ def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
 def test_calibration_rows_need_a_measurement(tmp_path):
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,context\nllama-2-7b,a100-80gb,128\n")
-    with pytest.raises(UserError, match="row needs 'tokens_per_s or tpot'"):
+    with pytest.raises(UserError, match="row needs 'tokens_per_s or a time"):
         calibrate.calibrate(f)
 
 
 @pytest.mark.parametrize("row,message", [
     ("llama-2-7b,a100-80gb,abc,1,bf16,100", "$.context: expected a number, got 'abc'"),
     ("llama-2-7b,a100-80gb,128,0,bf16,100", "$.batch: expected a finite number > 0, got '0'"),
-    ("llama-2-7b,a100-80gb,128,1,int3,100", "$.weights: expected bf16, fp16, int8 or int4, got 'int3'"),
+    ("llama-2-7b,a100-80gb,128,1,int3,100", "$.weights: expected bf16, fp16, fp8, int8, int4, got 'int3'"),
     ("llama-2-7b,a100-80gb,128,1,bf16,nan", "$.tokens_per_s: expected a finite number > 0, got 'nan'"),
     ("llama-2-8b,a100-80gb,128,1,bf16,100", "unknown model 'llama-2-8b'"),
 ])

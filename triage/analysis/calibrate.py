@@ -1,10 +1,13 @@
 """`triage calibrate`: fit achieved bandwidth efficiency, compute efficiency and per-step overhead per
-hardware from measured step times (the report and the workload file that uses them are report/calibration.py).
+hardware from measured times (the report and the workload file that uses them are report/calibration.py).
 
-Each measurement row is priced by the cost model once (FLOPs and bytes per operator group); the fit
-is a grid search over (bandwidth efficiency, compute efficiency, overhead) minimizing the squared log
-error of t = Σ_g max(F_g/(peak·ce), B_g/(BW·be)) + all-reduces + overhead, vectorized over the grid
-and the rows together.
+A row is a decode step, a prefill, or a whole generation (a prefill of the prompt and output_tokens decode
+steps at the mean context), each priced by the cost model once (FLOPs and bytes per operator group); the
+fit is a grid search over (bandwidth efficiency, compute efficiency, overhead) minimizing the squared log
+error of t = Σ_steps [Σ_g max(F_g/(peak·ce), B_g/(BW·be)) + all-reduces + overhead], vectorized over the
+grid and the rows together, with a light pull toward the shipped defaults. It refuses fewer rows than
+parameters, says when a parameter sits on the grid's edge, and reports the leave-one-out error and each
+parameter's jackknife spread.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..errors import Problem, UserError, escape
 from ..inputs import catalog as catalog_mod
 from ..inputs import units, workloads
 from ..inputs.claim import Claim
+from ..inputs.validation import did_you_mean
 from ..io.files import read_text
 from ..model import layers, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
@@ -41,6 +45,10 @@ def defaults() -> dict[str, float]:
             "overhead_s": units.parse(d["overhead"], "time", allow_zero=True)}
 
 REQUIRED = ("model", "hardware", "context")
+WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
+KV = ("bf16", "fp16", "fp8", "int8", "int4")
+PARAMETERS = ("bandwidth", "compute", "overhead_s")
+PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
 _CHUNK_ELEMENTS = 2_000_000
 
 
@@ -50,11 +58,12 @@ class Row:
 
     spec: dict[str, Any]
     measured_s: float
-    flops: np.ndarray      # per group
+    counts: np.ndarray     # how many of each step the measured time covers (a generation: 1 prefill, N decodes)
+    flops: np.ndarray      # steps × groups
     bytes: np.ndarray
     peak: float
     bandwidth: float
-    comm_s: float
+    comm_s: np.ndarray     # per step
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -70,9 +79,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
             f"{len(rows):,} rows; a calibration takes at most {LIMITS.calibration_rows:,} (limit calibration_rows)"))])
     for n, r in enumerate(rows, start=2):
         missing = [k for k in REQUIRED if not r.get(k)]
-        if missing or not (r.get("tokens_per_s") or r.get("tpot")):
-            need = missing or ["tokens_per_s or tpot"]
-            raise UserError([Problem(str(path), n, 1, f"$.{need[0]}", f"row needs {need[0]!r}")])
+        if missing or not (r.get("tokens_per_s") or any(r.get(k) for k in TIMES)):
+            need = missing or ["tokens_per_s or a time (tpot_s, ttft_s, e2e_s in seconds; tpot, ttft with a unit)"]
+            raise UserError([Problem(str(path), n, 1, f"$.{need[0].split()[0]}", f"row needs {need[0]!r}")])
     return rows
 
 
@@ -105,8 +114,23 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     context = _field(raw, "context", file, line)
     tp = _field(raw, "tp", file, line, 1)
     weights = raw.get("weights") or "bf16"
-    if weights not in ("bf16", "fp16", "int8", "int4"):
-        raise UserError([Problem(file, line, 1, "$.weights", f"expected bf16, fp16, int8 or int4, got {weights!r}")])
+    if weights not in WEIGHTS:
+        raise UserError([Problem(file, line, 1, "$.weights", f"expected {', '.join(WEIGHTS)}, got {weights!r}")])
+    kv = raw.get("kv") or "bf16"
+    if kv not in KV:
+        raise UserError([Problem(file, line, 1, "$.kv", f"expected {', '.join(KV)}, got {kv!r}")])
+    attention = raw.get("attention") or "fused"
+    if attention not in ("eager", "fused", "split"):
+        raise UserError([Problem(file, line, 1, "$.attention", f"expected eager, fused or split, got {attention!r}")])
+    phase = raw.get("phase") or "decode"
+    if phase not in ("decode", "prefill", "generation"):
+        raise UserError([Problem(file, line, 1, "$.phase", f"expected decode, prefill or generation, got {phase!r}")])
+    for key in ("model", "hardware"):
+        table = catalog.models if key == "model" else catalog.hardware
+        if raw[key] not in table:
+            raise UserError([Problem(file, line, 1, f"$.{key}", (
+                f"unknown {key} {escape(raw[key], 40)!r}{did_you_mean(raw[key], table)}; define it in a catalog "
+                f"file and pass --catalog (or $TRIAGE_CATALOG)"))])
     change: dict[str, Any] = {"weight_bytes": 1.0}
     if weights in ("int8", "int4"):
         group = _field(raw, "group_size", file, line, 1_000_000)
@@ -114,14 +138,22 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
                                    "scale_bits": _field(raw, "scale_bits", file, line, 16, strict=False),
                                    "zero_bits": _field(raw, "zero_bits", file, line, 0, strict=False),
                                    "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}}
+    output = _field(raw, "output_tokens", file, line, 0, strict=False)
+    if phase == "generation" and not output:
+        raise UserError([Problem(file, line, 1, "$.output_tokens", "a generation row needs output_tokens")])
+    # the steps the row's time covers: (phase, context, how many)
+    steps = [("decode", context, 1)] if phase == "decode" else [("prefill", context, 1)] if phase == "prefill" else \
+        [("prefill", context, 1), ("decode", context + output / 2, output)]      # decode at the mean context
+    cells = [{"name": f"m{k}", "phase": ph, "context": max(int(round(ctx)), 1), "batch": batch}
+             for k, (ph, ctx, _) in enumerate(steps)]
+    wdtype = "fp8" if weights == "fp8" else "bf16"
     try:
         resolved = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
-                                              "precision": {"weights": "bf16", "kv": "bf16", "activations": "bf16",
+                                              "precision": {"weights": wdtype, "kv": kv, "activations": "bf16",
                                                             "compute": "bf16"},
                                               "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
-                                              "tp": tp, "reserve": 0},
-                                 "workloads": [{"name": "m", "phase": raw.get("phase") or "decode",
-                                                "context": context, "batch": batch}]}, catalog)
+                                              "tp": tp, "reserve": 0, "attention": attention},
+                                 "workloads": cells}, catalog)
     except UserError as err:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
@@ -130,74 +162,144 @@ def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     x = g.claim.inputs
     cost = step_cost(x)
     hw = layers.machine(grid)
+    measured = _measured(raw, file, line, batch, context, output, phase)
+    n = len(steps)
+    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights, "phase": phase,
+                     "kv": kv, "output_tokens": output}, measured_s=measured,
+               counts=np.array([c for _, _, c in steps], dtype=float),
+               flops=np.array([[float(np.broadcast_to(cost.flops[k], (n,))[j]) / float(cost.peak_mult[k])
+                                for k in GROUPS] for j in range(n)]),
+               bytes=np.array([[float(np.broadcast_to(cost.bytes[k], (n,))[j]) for k in GROUPS] for j in range(n)]),
+               peak=float(np.broadcast_to(hw.peak, (n,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (n,))[0]),
+               comm_s=np.broadcast_to(comm_time(x, hw.link_bandwidth, hw.link_latency), (n,)).astype(float))
+
+
+# a measured time: a column whose name gives the unit (seconds), or a quantity with its unit
+TIMES = ("tpot_s", "ttft_s", "e2e_s", "tpot", "ttft")
+
+
+def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: int, output: int,
+              phase: str) -> float:
+    """The row's measured seconds: of one step (decode, prefill) or of the whole request (generation)."""
     if raw.get("tokens_per_s"):
-        tokens = batch if grid.decode[0] else batch * grid.context[0]
-        measured = float(tokens) / _field(raw, "tokens_per_s", file, line, kind=float)
+        rate = _field(raw, "tokens_per_s", file, line, kind=float)
+        tokens = {"decode": batch, "prefill": batch * context, "generation": batch * output}[phase]
+        measured, key = float(tokens) / rate, "tokens_per_s"
     else:
+        key = next(k for k in TIMES if raw.get(k))
         try:
-            measured = units.parse(raw["tpot"], "time")
+            measured = units.parse(raw[key], "time", bare_seconds=key.endswith("_s"))
         except units.UnitError as exc:
-            raise UserError([Problem(file, line, 1, "$.tpot", str(exc))]) from None
+            hint = f" (or give it in the {key}_s column, in seconds)" if not key.endswith("_s") else ""
+            raise UserError([Problem(file, line, 1, f"$.{key}", f"{exc}{hint}")]) from None
     if not (math.isfinite(measured) and 1e-9 <= measured <= 3600.0):
-        raise UserError([Problem(file, line, 1, "$.tokens_per_s" if raw.get("tokens_per_s") else "$.tpot",
-                                 "the row's step time is not between 1 ns and an hour")])
-    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights}, measured_s=measured,
-               flops=np.array([float(cost.flops[k][0]) / float(cost.peak_mult[k]) for k in GROUPS]),
-               bytes=np.array([float(cost.bytes[k][0]) for k in GROUPS]),
-               peak=float(np.broadcast_to(hw.peak, (1,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (1,))[0]),
-               comm_s=float(comm_time(x, hw.link_bandwidth, hw.link_latency)[0]))
+        raise UserError([Problem(file, line, 1, f"$.{key}", "the row's time is not between 1 ns and an hour")])
+    return measured
 
 
 def _predict(rows: list[Row], be: Any, ce: Any, overhead: Any) -> np.ndarray:
     """Predicted seconds through the cost model's own step_time, the parameters broadcast against the rows
-    (rows on the last axis)."""
-    flops = np.stack([r.flops for r in rows])            # rows × groups
-    nbytes = np.stack([r.bytes for r in rows])
-    cost = StepCost(flops={g: flops[:, k] for k, g in enumerate(GROUPS)},
-                    bytes={g: nbytes[:, k] for k, g in enumerate(GROUPS)})
-    be, ce, overhead = (np.asarray(v, dtype=float)[..., None] for v in (be, ce, overhead))
-    t = step_time(cost, np.array([r.peak for r in rows]), np.array([r.bandwidth for r in rows]),
-                  {g: ce for g in GROUPS}, {g: be for g in GROUPS})
-    return t + np.array([r.comm_s for r in rows]) + overhead
-
-
-def _error(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    return np.mean(np.log(pred / measured) ** 2, axis=-1)
+    (rows on the last axis): each row's steps, times their counts, each step paying the overhead."""
+    total: Any = 0.0
+    for j in range(max(len(r.counts) for r in rows)):       # at most 2 steps a row: prefill, decode
+        pad = [(r.flops[min(j, len(r.counts) - 1)], r.bytes[min(j, len(r.counts) - 1)],
+                r.counts[j] if j < len(r.counts) else 0.0, r.comm_s[min(j, len(r.counts) - 1)]) for r in rows]
+        flops = np.stack([p[0] for p in pad])
+        nbytes = np.stack([p[1] for p in pad])
+        counts = np.array([p[2] for p in pad])
+        cost = StepCost(flops={g: flops[:, k] for k, g in enumerate(GROUPS)},
+                        bytes={g: nbytes[:, k] for k, g in enumerate(GROUPS)})
+        b, c, o = (np.asarray(v, dtype=float)[..., None] for v in (be, ce, overhead))
+        t = step_time(cost, np.array([r.peak for r in rows]), np.array([r.bandwidth for r in rows]),
+                      {g: c for g in GROUPS}, {g: b for g in GROUPS})
+        total = total + counts * (t + np.array([p[3] for p in pad]) + o)
+    return np.asarray(total)
 
 
 def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
+def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per grid point: each row's squared log error (grid × rows, float32, in chunks), and the pull toward
+    the shipped defaults (among near-equal fits the defaults win: an efficiency no row binds is not
+    identifiable)."""
+    be, ce, oh = grid
+    measured = np.array([r.measured_s for r in group])
+    step = max(1, _CHUNK_ELEMENTS // len(group))
+    err = np.concatenate([(np.log(_predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]) / measured) ** 2)
+                          .astype(np.float32) for k in range(0, be.size, step)])
+    d = defaults()
+    pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2 + (oh / 1e-3 - d["overhead_s"] / 1e-3)
+                   ** 2 / 100)
+    return err, pull
+
+
+def _edges(fit: dict[str, float]) -> list[str]:
+    """The parameters the fit pinned to the grid's edge: the rows want a value the grid (and the model) lacks."""
+    out = []
+    for name, values, unit in (("bandwidth", BANDWIDTH, 1.0), ("compute", COMPUTE, 1.0), ("overhead_s", OVERHEAD, 1e3)):
+        v = fit[name]
+        if v in (values[0], values[-1]):
+            side = "lowest" if v == values[0] else "highest"
+            shown = f"{v * unit:g} ms" if name == "overhead_s" else f"{v:g}"
+            out.append(f"{name.replace('_s', '')} {shown} is the {side} value the fit may take: the rows ask for "
+                       f"more than the model's terms can give (a launch floor, a per-request cost, a kernel far from "
+                       f"its peak); read the error, not the parameter")
+    return out
+
+
 def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
-    """Fit per hardware; report the parameters and the prediction error before and after. Rows name hardware
-    and models of the shipped catalog merged with a user catalog (``catalog_file``, else $TRIAGE_CATALOG)."""
+    """Fit per hardware; report the parameters, their jackknife spread, the prediction error before and after,
+    and the leave-one-out error. Rows name hardware and models of the shipped catalog merged with a user catalog
+    (``catalog_file``, else $TRIAGE_CATALOG). A hardware with fewer rows than the three parameters keeps the
+    defaults and says so."""
     cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
     rows = [_price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
     report: dict[str, Any] = {"source": str(path), "hardware": []}
     be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
+    grid = (be, ce, oh)
+    d = defaults()
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
-        before = _predict(group, defaults()["bandwidth"], defaults()["compute"], defaults()["overhead_s"])
-        # the grid × rows in chunks of at most _CHUNK_ELEMENTS predictions: memory bounded whatever the rows
-        step = max(1, _CHUNK_ELEMENTS // len(group))
-        err = np.concatenate([_error(_predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]), measured)
-                              for k in range(0, be.size, step)])
-        # among equally good fits keep the defaults: an efficiency no point binds is not identifiable
-        err = err + 1e-12 * (np.abs(ce - defaults()["compute"]) + np.abs(be - defaults()["bandwidth"]))
-        best = int(np.argmin(err))
-        fit = {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
-        after = _predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"])
+        before = np.ravel(_predict(group, d["bandwidth"], d["compute"], d["overhead_s"]))
+        entry: dict[str, Any] = {"hardware": hw, "rows": len(group), "default": d, "warnings": []}
+        if len(group) < len(PARAMETERS):
+            fit, spread, loo = dict(d), None, None
+            entry["warnings"].append(f"not fitted: {len(group)} row{'s' if len(group) != 1 else ''} for "
+                                     f"{len(PARAMETERS)} parameters; the defaults stay (add rows)")
+            entry["fitted"] = None
+        else:
+            err, pull = _fit(group, grid)
+            total = err.sum(axis=1, dtype=np.float64) / len(group) + pull
+            best = int(np.argmin(total))
+            fit = {"bandwidth": float(grid[0][best]), "compute": float(grid[1][best]),
+                   "overhead_s": float(grid[2][best])}
+            # leave one out: refit on the other rows (their summed error), predict the row left out
+            loo_idx = np.argmin((err.sum(axis=1, dtype=np.float64)[:, None] - err) / (len(group) - 1)
+                                + pull[:, None], axis=0)
+            loo_pred = np.array([float(np.ravel(_predict([r], grid[0][k], grid[1][k], grid[2][k]))[0])
+                                 for r, k in zip(group, loo_idx.tolist(), strict=True)])
+            loo = _mape(loo_pred, measured)
+            n = len(group)
+            spread = {}
+            for name, axis in zip(PARAMETERS, grid, strict=True):     # jackknife standard error
+                values = axis[loo_idx]
+                spread[name] = float(np.sqrt((n - 1) / n * np.sum((values - values.mean()) ** 2)))
+            entry["warnings"] += _edges(fit)
+            entry["fitted"] = fit
+        after = np.ravel(_predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"]))
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
                       for r in group)
-        report["hardware"].append({
-            "hardware": hw, "rows": len(group), "fitted": fit, "default": defaults(),
-            "compute_identified": bool(binding),
-            "error_before": _mape(np.asarray(before).ravel(), measured),
-            "error_after": _mape(np.asarray(after).ravel(), measured),
-            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "tp", "batch", "context", "source")},
-                        "measured_s": r.measured_s, "before_s": float(np.ravel(before)[i]),
-                        "after_s": float(np.ravel(after)[i])} for i, r in enumerate(group)]})
+        entry.update({
+            "parameters": fit, "uncertainty": spread, "compute_identified": bool(binding),
+            "error_before": _mape(before, measured), "error_after": _mape(after, measured),
+            "error_leave_one_out": loo,
+            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "phase", "tp", "batch", "context",
+                                                       "output_tokens", "source")},
+                        "measured_s": r.measured_s, "before_s": float(before[i]),
+                        "after_s": float(after[i])} for i, r in enumerate(group)]})
+        report["hardware"].append(entry)
     return report

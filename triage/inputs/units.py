@@ -93,6 +93,8 @@ def parse(value: object, kind: str, allow_zero: bool = False, bare_seconds: bool
         if kind == "time" and not unit and float(text) != 0 and not bare_seconds:
             raise UnitError(_bare_time(float(text)))
         factors = UNITS[kind]
+        if kind == "time" and not unit and bare_seconds:        # a format that documents seconds, as text (CSV)
+            factors = {"": 1.0}
         if unit not in factors:
             other = next((k for k, table in UNITS.items() if unit and unit in table), None)
             if other:

@@ -14,13 +14,22 @@ def workload_file(report: dict[str, Any]) -> str:
     """A workload file with one workload per measured configuration, at the fitted efficiencies."""
     entries = []
     for h in report["hardware"]:
-        f = h["fitted"]
+        f = h["parameters"]
         for n, p in enumerate(h["points"]):
-            entries.append({"name": f"{h['hardware']}-{n + 1}", "model": p["model"], "hardware": h["hardware"],
-                            "context": int(float(p["context"])), "batch": int(p["batch"] or 1),
-                            "tp": int(p["tp"] or 1),
-                            "efficiency": {"bandwidth": f["bandwidth"], "compute": f["compute"]},
-                            "overhead": f"{f['overhead_s'] * 1e3:g} ms"})
+            # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
+            # a generation row becomes its decode steps at the mean context
+            phase = "prefill" if p["phase"] == "prefill" else "decode"
+            context = int(float(p["context"])) + (int(p["output_tokens"] or 0) // 2 if p["phase"] == "generation"
+                                                   else 0)
+            entry = {"name": f"{h['hardware']}-{n + 1}", "model": p["model"], "hardware": h["hardware"],
+                     "phase": phase, "context": context, "batch": int(p["batch"] or 1), "tp": int(p["tp"] or 1),
+                     "precision": {"weights": "bf16" if p["weights"] in ("bf16", "fp16") else p["weights"],
+                                   "kv": p["kv"] or "bf16"},
+                     "efficiency": {"bandwidth": f["bandwidth"], "compute": f["compute"]},
+                     "overhead": f"{f['overhead_s'] * 1e3:g} ms"}
+            if p["phase"] == "generation":
+                entry["output_tokens"] = int(p["output_tokens"])
+            entries.append(entry)
     header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
               "# efficiencies and overhead fitted per hardware from measured step times\n")
     return header + yaml.safe_dump({"defaults": {"precision": {"weights": "bf16", "kv": "bf16",
@@ -32,17 +41,25 @@ def render_markdown(report: dict[str, Any]) -> str:
     """The calibration report: fitted values and the error before and after, per point."""
     lines = ["<!-- triage calibration report -->", f"# Calibration: `{report['source']}`", ""]
     for h in report["hardware"]:
-        f = h["fitted"]
+        f, u = h["parameters"], h["uncertainty"] or {}
+        pm = {name: f" ± {u[name]:.2f}" if name in u else "" for name in ("bandwidth", "compute")}
+
+        verb = "Fitted" if h["fitted"] else "Not fitted, the defaults"
+        loo = h["error_leave_one_out"]
         lines += [f"## {h['hardware']} ({h['rows']} measurements)", "",
-                  f"Fitted: bandwidth efficiency **{f['bandwidth']:.2f}**, compute efficiency **{f['compute']:.2f}**, "
-                  f"overhead **{units.fmt_time(f['overhead_s'])}** per step (defaults {defaults()['bandwidth']:.2f}, "
-                  f"{defaults()['compute']:.2f}, 0 s). Mean absolute prediction error: "
-                  f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}**.", "",
-                  "| model | weights | tp | batch | context | measured | predicted before | predicted after | source |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|---|"]
+                  f"{verb}: bandwidth efficiency **{f['bandwidth']:.2f}**{pm['bandwidth']}, compute efficiency "
+                  f"**{f['compute']:.2f}**{pm['compute']}, overhead **{units.fmt_time(f['overhead_s'])}**"
+                  + (f" ± {units.fmt_time(u['overhead_s'])}" if "overhead_s" in u else "")
+                  + f" per step (defaults {defaults()['bandwidth']:.2f}, {defaults()['compute']:.2f}, 0 s; ± is the "
+                  f"jackknife standard error). Mean absolute prediction error: "
+                  f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}** in sample"
+                  + (f", **{units.fmt_percent(loo)}** leaving each row out" if loo is not None else "") + ".", ""]
+        lines += [f"> **Warning:** {w}." for w in h["warnings"]] + ([""] if h["warnings"] else [])
+        lines += ["| model | weights | phase | tp | batch | context | measured | predicted before | predicted after | "
+                  "source |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
         for p in h["points"]:
-            lines.append(f"| {p['model']} | {p['weights']} | {p['tp'] or 1} | {p['batch'] or 1} | {p['context']} | "
-                         f"{units.fmt_time(p['measured_s'])} | {units.fmt_time(p['before_s'])} | "
+            lines.append(f"| {p['model']} | {p['weights']} | {p['phase']} | {p['tp'] or 1} | {p['batch'] or 1} | "
+                         f"{p['context']} | {units.fmt_time(p['measured_s'])} | {units.fmt_time(p['before_s'])} | "
                          f"{units.fmt_time(p['after_s'])} | {p['source'] or ''} |")
         lines.append("")
     return "\n".join(lines)
