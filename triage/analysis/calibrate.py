@@ -108,7 +108,7 @@ def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = N
     return number
 
 
-def _price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
+def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
     batch = _field(raw, "batch", file, line, 1)
     context = _field(raw, "context", file, line)
@@ -197,9 +197,10 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     return measured
 
 
-def _predict(rows: list[Row], be: Any, ce: Any, overhead: Any) -> np.ndarray:
+def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True) -> np.ndarray:
     """Predicted seconds through the cost model's own step_time, the parameters broadcast against the rows
-    (rows on the last axis): each row's steps, times their counts, each step paying the overhead."""
+    (rows on the last axis): each row's steps, times their counts, each step paying the overhead and (unless
+    ``comm`` is off: a lower bound) its all-reduces."""
     total: Any = 0.0
     for j in range(max(len(r.counts) for r in rows)):       # at most 2 steps a row: prefill, decode
         pad = [(r.flops[min(j, len(r.counts) - 1)], r.bytes[min(j, len(r.counts) - 1)],
@@ -212,7 +213,7 @@ def _predict(rows: list[Row], be: Any, ce: Any, overhead: Any) -> np.ndarray:
         b, c, o = (np.asarray(v, dtype=float)[..., None] for v in (be, ce, overhead))
         t = step_time(cost, np.array([r.peak for r in rows]), np.array([r.bandwidth for r in rows]),
                       {g: c for g in GROUPS}, {g: b for g in GROUPS})
-        total = total + counts * (t + np.array([p[3] for p in pad]) + o)
+        total = total + counts * (t + (np.array([p[3] for p in pad]) if comm else 0.0) + o)
     return np.asarray(total)
 
 
@@ -227,7 +228,7 @@ def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) -> t
     be, ce, oh = grid
     measured = np.array([r.measured_s for r in group])
     step = max(1, _CHUNK_ELEMENTS // len(group))
-    err = np.concatenate([(np.log(_predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]) / measured) ** 2)
+    err = np.concatenate([(np.log(predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]) / measured) ** 2)
                           .astype(np.float32) for k in range(0, be.size, step)])
     d = defaults()
     pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2 + (oh / 1e-3 - d["overhead_s"] / 1e-3)
@@ -249,6 +250,16 @@ def _edges(fit: dict[str, float]) -> list[str]:
     return out
 
 
+def fit(group: list[Row]) -> dict[str, float] | None:
+    """The fitted parameters of rows of one hardware, or None with fewer rows than parameters."""
+    if len(group) < len(PARAMETERS):
+        return None
+    be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
+    err, pull = _fit(group, (be, ce, oh))
+    best = int(np.argmin(err.sum(axis=1, dtype=np.float64) / len(group) + pull))
+    return {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
+
+
 def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
     """Fit per hardware; report the parameters, their jackknife spread, the prediction error before and after,
     and the leave-one-out error. Rows name hardware and models of the shipped catalog merged with a user catalog
@@ -256,7 +267,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
     defaults and says so."""
     cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
-    rows = [_price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
+    rows = [price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
     report: dict[str, Any] = {"source": str(path), "hardware": []}
     be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
     grid = (be, ce, oh)
@@ -264,7 +275,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
-        before = np.ravel(_predict(group, d["bandwidth"], d["compute"], d["overhead_s"]))
+        before = np.ravel(predict(group, d["bandwidth"], d["compute"], d["overhead_s"]))
         entry: dict[str, Any] = {"hardware": hw, "rows": len(group), "default": d, "warnings": []}
         if len(group) < len(PARAMETERS):
             fit, spread, loo = dict(d), None, None
@@ -280,7 +291,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
             # leave one out: refit on the other rows (their summed error), predict the row left out
             loo_idx = np.argmin((err.sum(axis=1, dtype=np.float64)[:, None] - err) / (len(group) - 1)
                                 + pull[:, None], axis=0)
-            loo_pred = np.array([float(np.ravel(_predict([r], grid[0][k], grid[1][k], grid[2][k]))[0])
+            loo_pred = np.array([float(np.ravel(predict([r], grid[0][k], grid[1][k], grid[2][k]))[0])
                                  for r, k in zip(group, loo_idx.tolist(), strict=True)])
             loo = _mape(loo_pred, measured)
             n = len(group)
@@ -290,7 +301,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
                 spread[name] = float(np.sqrt((n - 1) / n * np.sum((values - values.mean()) ** 2)))
             entry["warnings"] += _edges(fit)
             entry["fitted"] = fit
-        after = np.ravel(_predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"]))
+        after = np.ravel(predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"]))
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
                       for r in group)
         entry.update({

@@ -1,0 +1,154 @@
+"""Fidelity: how far the cost model's layers are from published measurements (data/measurements/).
+
+Run with:  .venv/bin/python bench/fidelity.py          (not part of the test suite)
+
+Every corpus row whose model and hardware are in the catalog and whose formats and metric the calibration
+can state is priced as a calibration row (a decode step, a prefill, or a whole generation), then predicted:
+
+- theoretical: full efficiency, no overhead, no communication — a lower bound on every measured row;
+- implementation: the shipped default efficiencies (and all-reduces);
+- end-to-end: the same plus the shipped default per-step overhead.
+
+Then, with the calibration (per hardware): in sample; out of source (each engine's rows predicted from a
+fit on the other engines' rows); and half-and-half within an engine (fit on every other row of the engine,
+test on the rest). Printed: the median and maximum absolute error per layer, phase, batch regime and tensor
+parallelism, and the rows where the theoretical layer is not a lower bound.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from triage.analysis import calibrate  # noqa: E402
+from triage.errors import UserError  # noqa: E402
+from triage.inputs import catalog  # noqa: E402
+
+DATA = ROOT / "data" / "measurements"
+FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
+METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_per_s",
+           ("prefill", "ttft_s"): "ttft_s", ("generation", "e2e_s"): "e2e_s",
+           ("generation", "tokens_per_s"): "tokens_per_s"}
+
+
+def rows() -> list[dict[str, Any]]:
+    """The corpus rows the calibration can state, as calibration rows (plus their engine and source)."""
+    cat = catalog.load()
+    out = []
+    for f in sorted(DATA.glob("*.csv")):
+        for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
+            key = METRICS.get((r["phase"], r["metric"]))
+            weights = FORMATS.get(r["weights"] or "bf16")
+            kv = FORMATS.get(r["kv"] or "bf16")
+            if not key or not weights or not kv or r["model"] not in cat.models or r["hardware"] not in cat.hardware:
+                continue
+            prompt = int(r["prompt_tokens"] or 0)
+            output = int(r["output_tokens"] or 0)
+            if r["phase"] == "generation" and not output or r["phase"] == "prefill" and not prompt:
+                continue
+            if not r["batch"] and (r["phase"] == "generation" or r["metric"] == "tokens_per_s"):
+                continue                  # a throughput at a batch the source does not state (offline maximum)
+            # a decode row's context: the prompt plus half the output, the mean over its steps
+            context = prompt + output // 2 if r["phase"] == "decode" else prompt
+            out.append({"model": r["model"], "hardware": r["hardware"], "phase": r["phase"],
+                        "context": str(max(context, 1)), "batch": r["batch"] or "1", "tp": r["gpus"] or "1",
+                        "weights": weights, "kv": kv, "output_tokens": str(output) if output else "",
+                        key: r["value"], "source": f"{f.name}", "engine": r["engine"]})
+    return out
+
+
+def priced() -> tuple[list[calibrate.Row], int]:
+    cat = catalog.load()
+    out, skipped = [], 0
+    for n, raw in enumerate(rows()):
+        try:
+            row = calibrate.price({k: v for k, v in raw.items() if k != "engine"}, raw["source"], n, cat)
+        except UserError:
+            skipped += 1                              # e.g. the configuration does not fit the stated GPUs
+            continue
+        row.spec["engine"] = raw["engine"]
+        out.append(row)
+    return out, skipped
+
+
+def errors(group: list[calibrate.Row], params: dict[str, float], comm: bool = True) -> list[float]:
+    pred = calibrate.predict(group, params["bandwidth"], params["compute"], params["overhead_s"], comm=comm).ravel()
+    return [float(p / r.measured_s - 1.0) for p, r in zip(pred, group, strict=True)]
+
+
+def fitted(train: list[calibrate.Row]) -> dict[str, dict[str, float]]:
+    """Parameters per hardware fitted on ``train`` (the defaults where too few rows)."""
+    by_hw: dict[str, list[calibrate.Row]] = defaultdict(list)
+    for r in train:
+        by_hw[r.spec["hardware"]].append(r)
+    return {hw: calibrate.fit(g) or calibrate.defaults() for hw, g in by_hw.items()}
+
+
+def summary(name: str, errs: list[float]) -> str:
+    if not errs:
+        return f"  {name:<44} —"
+    a = [abs(e) for e in errs]
+    bias = statistics.median(errs)
+    return (f"  {name:<44} n={len(errs):>4}  median |err| {statistics.median(a):6.1%}  max {max(a):7.1%}  "
+            f"median bias {bias:+6.1%}")
+
+
+def regime(r: calibrate.Row) -> str:
+    b = int(r.spec["batch"])
+    return "batch 1" if b == 1 else "batch 2-16" if b <= 16 else "batch > 16"
+
+
+def main() -> None:
+    group, skipped = priced()
+    print(f"corpus rows the model can state: {len(group)} (of {sum(1 for _ in DATA.glob('*.csv'))} files; "
+          f"{skipped} left out: the configuration does not fit or is outside the model)")
+    engines = sorted({r.spec["engine"] for r in group})
+    print("engines:", ", ".join(f"{e} {sum(r.spec['engine'] == e for r in group)}" for e in engines))
+    ones = {"bandwidth": 1.0, "compute": 1.0, "overhead_s": 0.0}
+    theo = errors(group, ones, comm=False)
+    impl = errors(group, {**calibrate.defaults(), "overhead_s": 0.0})
+    e2e = errors(group, calibrate.defaults())
+    print("\nlayers, shipped defaults:")
+    for name, errs in (("theoretical", theo), ("implementation", impl), ("end-to-end", e2e)):
+        print(summary(name, errs))
+    above = [(r, e) for r, e in zip(group, theo, strict=True) if e > 1e-9]
+    print(f"  theoretical above the measurement (not a lower bound): {len(above)} of {len(group)} rows")
+    for r, e in above[:8]:
+        print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
+              f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
+
+    print("\nimplementation layer by phase, batch and tp (shipped defaults):")
+    for label, key in (("phase", lambda r: r.spec["phase"]), ("batch", regime),
+                       ("tp", lambda r: "tp 1" if int(r.spec["tp"]) == 1 else "tp > 1")):
+        for value in sorted({key(r) for r in group}):
+            print(summary(f"{label}: {value}", [e for r, e in zip(group, impl, strict=True) if key(r) == value]))
+
+    print("\ncalibrated per hardware:")
+    params = fitted(group)
+    print(summary("in sample", [e for r in group for e in errors([r], params[r.spec["hardware"]])]))
+    held: list[float] = []
+    halves: list[float] = []
+    for engine in engines:
+        train = [r for r in group if r.spec["engine"] != engine]
+        test = [r for r in group if r.spec["engine"] == engine]
+        p = fitted(train)
+        e = [x for r in test for x in errors([r], p.get(r.spec["hardware"], calibrate.defaults()))]
+        held += e
+        print(summary(f"out of source: {engine} held out", e))
+        a, b = test[::2], test[1::2]
+        if len(a) >= 3 and b:
+            pa = fitted(a)
+            halves += [x for r in b for x in errors([r], pa.get(r.spec["hardware"], calibrate.defaults()))]
+    print(summary("out of source, all engines held out in turn", held))
+    print(summary("half of each engine's rows -> the other half", halves))
+
+
+if __name__ == "__main__":
+    main()
