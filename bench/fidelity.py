@@ -33,6 +33,7 @@ from triage.inputs import catalog  # noqa: E402
 
 DATA = ROOT / "data" / "measurements"
 FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
+COMPUTE = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8"}
 METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_per_s",
            ("prefill", "ttft_s"): "ttft_s", ("generation", "e2e_s"): "e2e_s",
            ("generation", "tokens_per_s"): "tokens_per_s"}
@@ -46,7 +47,9 @@ def rows() -> list[dict[str, Any]]:
         for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
             key = METRICS.get((r["phase"], r["metric"]))
             weights = FORMATS.get(r["weights"] or "bf16")
-            kv = FORMATS.get(r["kv"] or "bf16")
+            # a KV format the source does not state: the most favourable it allows (an fp8 engine's fp8 cache),
+            # so the theoretical layer stays a bound
+            kv = FORMATS.get(r["kv"] or ("fp8" if r["weights"] == "fp8" else "bf16"))
             if not key or not weights or not kv or r["model"] not in cat.models or r["hardware"] not in cat.hardware:
                 continue
             prompt = int(r["prompt_tokens"] or 0)
@@ -59,7 +62,8 @@ def rows() -> list[dict[str, Any]]:
             context = prompt + output // 2 if r["phase"] == "decode" else prompt
             out.append({"model": r["model"], "hardware": r["hardware"], "phase": r["phase"],
                         "context": str(max(context, 1)), "batch": r["batch"] or "1", "tp": r["gpus"] or "1",
-                        "weights": weights, "kv": kv, "output_tokens": str(output) if output else "",
+                        "weights": weights, "kv": kv, "compute": COMPUTE.get(r["compute"] or "bf16", "bf16"),
+                        "output_tokens": str(output) if output else "",
                         key: r["value"], "source": f"{f.name}", "engine": r["engine"]})
     return out
 

@@ -220,9 +220,12 @@ def test_tensor_parallel_halves_the_bytes_and_pays_all_reduces():
     #   weights 12,952,543,232 B + KV 2,148,007,936 B + LM head 262,144,000 B split two ways, embedding row and
     #   logits (136,192 B) on each: 7,681,483,776 B per GPU / 2.039 TB/s = 3.767280 ms
     #   all-reduces: 2 per layer × 32 layers × (8,192 B / 300 GB/s + 2 hops × 2 µs) = 0.257748 ms
+    # the theoretical layer is the roofline alone (a lower bound); the all-reduces are paid from the
+    # implementation layer on (here at full efficiency: the two differ by exactly the all-reduces)
     m = llama(context=4096, defaults={"efficiency": {"bandwidth": 1.0, "compute": 1.0}})
     c = cell(run({"tp": 2}, m), "w")
-    assert c["claim"]["time_s"]["theoretical"] == pytest.approx(4.025028e-3, rel=1e-6)
+    assert c["claim"]["time_s"]["theoretical"] == pytest.approx(3.767280e-3, rel=1e-6)
+    assert c["claim"]["time_s"]["implementation"] == pytest.approx(4.025028e-3, rel=1e-6)
 
 
 def test_batching_utilization_is_an_end_to_end_gain():

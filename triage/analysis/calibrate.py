@@ -47,6 +47,7 @@ def defaults() -> dict[str, float]:
 REQUIRED = ("model", "hardware", "context")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
 KV = ("bf16", "fp16", "fp8", "int8", "int4")
+COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
 PARAMETERS = ("bandwidth", "compute", "overhead_s")
 PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
 _CHUNK_ELEMENTS = 2_000_000
@@ -119,6 +120,9 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     kv = raw.get("kv") or "bf16"
     if kv not in KV:
         raise UserError([Problem(file, line, 1, "$.kv", f"expected {', '.join(KV)}, got {kv!r}")])
+    compute = raw.get("compute") or "bf16"
+    if compute not in COMPUTE_DTYPES:
+        raise UserError([Problem(file, line, 1, "$.compute", f"expected {', '.join(COMPUTE_DTYPES)}, got {compute!r}")])
     attention = raw.get("attention") or "fused"
     if attention not in ("eager", "fused", "split"):
         raise UserError([Problem(file, line, 1, "$.attention", f"expected eager, fused or split, got {attention!r}")])
@@ -150,7 +154,7 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     try:
         resolved = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
                                               "precision": {"weights": wdtype, "kv": kv, "activations": "bf16",
-                                                            "compute": "bf16"},
+                                                            "compute": compute},
                                               "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
                                               "tp": tp, "reserve": 0, "attention": attention},
                                  "workloads": cells}, catalog)
@@ -159,13 +163,18 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
     grid = matrix.build(resolved)
     g = layers.compute(grid, claim, resolved.catalog.models)
+    if not g.claim.fits.all():
+        raise UserError([Problem(file, line, 1, "$.batch", (
+            f"{raw['model']} at batch {batch:,} and {int(grid.context.max()):,} tokens does not fit "
+            f"{raw['hardware']} × {tp} as stated: the engine must have run it otherwise (fewer sequences at once, "
+            f"a smaller or offloaded cache); a time fitted to it would be wrong"))])
     x = g.claim.inputs
     cost = step_cost(x)
     hw = layers.machine(grid)
     measured = _measured(raw, file, line, batch, context, output, phase)
     n = len(steps)
     return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights, "phase": phase,
-                     "kv": kv, "output_tokens": output}, measured_s=measured,
+                     "kv": kv, "compute": compute, "output_tokens": output}, measured_s=measured,
                counts=np.array([c for _, _, c in steps], dtype=float),
                flops=np.array([[float(np.broadcast_to(cost.flops[k], (n,))[j]) / float(cost.peak_mult[k])
                                 for k in GROUPS] for j in range(n)]),
@@ -308,8 +317,8 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
             "parameters": fit, "uncertainty": spread, "compute_identified": bool(binding),
             "error_before": _mape(before, measured), "error_after": _mape(after, measured),
             "error_leave_one_out": loo,
-            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "phase", "tp", "batch", "context",
-                                                       "output_tokens", "source")},
+            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "compute", "phase", "tp", "batch",
+                                                       "context", "output_tokens", "source")},
                         "measured_s": r.measured_s, "before_s": float(before[i]),
                         "after_s": float(after[i])} for i, r in enumerate(group)]})
         report["hardware"].append(entry)

@@ -132,6 +132,11 @@ class _Priced:
             self.rescued = g.speedup_end_to_end > g.speedup_theoretical
         else:
             self.ratio = k * (tb + self.extra[0]) / (tc + self.extra[1])
+            if "speculative" in claim.change:
+                # a step's all-reduces are amortized over its accepted tokens: a bound on speculation counts them
+                # (the implementation layer, here at full efficiency, is the roofline plus the all-reduces)
+                self.ratio = np.fmax(self.ratio, g.speedup_implementation * base.time_implementation
+                                     / g.base.time_implementation)
         self.g, self.base, self.grid = g, base, grid
         self.mems = (base_mem, claim_mem)
         self.models: tuple[Model, ...] = grid.models

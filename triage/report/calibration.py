@@ -24,7 +24,7 @@ def workload_file(report: dict[str, Any]) -> str:
             entry = {"name": f"{h['hardware']}-{n + 1}", "model": p["model"], "hardware": h["hardware"],
                      "phase": phase, "context": context, "batch": int(p["batch"] or 1), "tp": int(p["tp"] or 1),
                      "precision": {"weights": "bf16" if p["weights"] in ("bf16", "fp16") else p["weights"],
-                                   "kv": p["kv"] or "bf16"},
+                                   "kv": p["kv"] or "bf16", "compute": p["compute"] or "bf16"},
                      "efficiency": {"bandwidth": f["bandwidth"], "compute": f["compute"]},
                      "overhead": f"{f['overhead_s'] * 1e3:g} ms"}
             if p["phase"] == "generation":
