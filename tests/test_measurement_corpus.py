@@ -48,3 +48,15 @@ def test_every_row_is_pinned_quoted_and_typed(path):
             for k in ("prompt_tokens", "output_tokens"):            # llama-bench's text generation: 0 prompt
                 assert r[k] == "" or r[k].isdigit(), (where, k)
             assert r["model"] == "" or r["model"] in cat.models, where
+
+
+def test_the_theoretical_layer_is_a_lower_bound_on_every_row_it_can_state():
+    # full efficiency, no overhead, no all-reduces: no published measurement may be faster (tp > 1 included)
+    from bench import fidelity
+
+    rows, _ = fidelity.priced()
+    assert len(rows) > 200 and any(int(r.spec["tp"]) > 1 for r in rows)
+    ratios = fidelity.errors(rows, {"bandwidth": 1.0, "compute": 1.0, "overhead_s": 0.0}, comm=False)
+    faster = [(r.spec["source"], r.spec["model"], r.spec["hardware"], e) for r, e in zip(rows, ratios, strict=True)
+              if e > 1e-9]
+    assert faster == []
