@@ -39,6 +39,20 @@ METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_p
            ("generation", "tokens_per_s"): "tokens_per_s"}
 
 
+# models the corpus names by another name with the same shapes (layers, widths, heads, vocabulary): Llama 3.1 8B
+# is Llama 3 8B's architecture (claims/configs/llama-3.1-8b-instruct.json against tests/configs/llama-3-8b.json:
+# 32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary 128256; only RoPE scaling and the window
+# differ)
+SAME_SHAPE = (("3.1 8b", "llama-3-8b"), ("3.1-8b", "llama-3-8b"))
+
+
+def _model(r: dict[str, str]) -> str:
+    if r["model"]:
+        return r["model"]
+    name = r["hf_model"].lower().replace("llama v3", "llama 3").replace("llama-v3", "llama 3")
+    return next((m for key, m in SAME_SHAPE if key in name), "")
+
+
 def rows() -> list[dict[str, Any]]:
     """The corpus rows the calibration can state, as calibration rows (plus their engine and source)."""
     cat = catalog.load()
@@ -50,17 +64,18 @@ def rows() -> list[dict[str, Any]]:
             # a KV format the source does not state: the most favourable it allows (an fp8 engine's fp8 cache),
             # so the theoretical layer stays a bound
             kv = FORMATS.get(r["kv"] or ("fp8" if r["weights"] == "fp8" else "bf16"))
-            if not key or not weights or not kv or r["model"] not in cat.models or r["hardware"] not in cat.hardware:
+            model = _model(r)
+            if not key or not weights or not kv or model not in cat.models or r["hardware"] not in cat.hardware:
                 continue
             prompt = int(r["prompt_tokens"] or 0)
             output = int(r["output_tokens"] or 0)
             if r["phase"] == "generation" and not output or r["phase"] == "prefill" and not prompt:
                 continue
-            if not r["batch"] and (r["phase"] == "generation" or r["metric"] == "tokens_per_s"):
-                continue                  # a throughput at a batch the source does not state (offline maximum)
+            if not r["batch"] or "request rate" in r["notes"].lower():
+                continue                  # a batch the source does not state, or a serving number (queueing)
             # a decode row's context: the prompt plus half the output, the mean over its steps
             context = prompt + output // 2 if r["phase"] == "decode" else prompt
-            out.append({"model": r["model"], "hardware": r["hardware"], "phase": r["phase"],
+            out.append({"model": model, "hardware": r["hardware"], "phase": r["phase"],
                         "context": str(max(context, 1)), "batch": r["batch"] or "1", "tp": r["gpus"] or "1",
                         "weights": weights, "kv": kv, "compute": COMPUTE.get(r["compute"] or "bf16", "bf16"),
                         "output_tokens": str(output) if output else "",
@@ -133,6 +148,11 @@ def main() -> None:
                        ("tp", lambda r: "tp 1" if int(r.spec["tp"]) == 1 else "tp > 1")):
         for value in sorted({key(r) for r in group}):
             print(summary(f"{label}: {value}", [e for r, e in zip(group, impl, strict=True) if key(r) == value]))
+
+    profiles = catalog.load().engines
+    shipped = [x for r in group for x in errors([r], profiles[r.spec["engine"]].values(r.spec["hardware"])
+                                                  if r.spec["engine"] in profiles else calibrate.defaults())]
+    print(summary("implementation, the shipped engine profiles", shipped))
 
     print("\ncalibrated per hardware:")
     params = fitted(group)

@@ -112,3 +112,17 @@ def test_measured_json_reports_the_predicted_end_to_end_time(tmp_path):
 def test_the_leave_one_out_error_is_reported_and_not_below_the_in_sample_error():
     (h,) = calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv")["hardware"]
     assert h["error_leave_one_out"] >= h["error_after"] and h["uncertainty"]["bandwidth"] > 0
+
+
+def test_calibrate_o_writes_an_engine_profile_other_workload_files_use_by_path(tmp_path):
+    out = tmp_path / "cal.yaml"
+    res = CliRunner().invoke(main, ["calibrate", str(CLAIMS.parent / "examples" / "measurements" /
+                                                     "gpt-fast-a100.csv"), "-o", str(out), "--engine", "mine"])
+    assert res.exit_code == 0, res.output
+    (a100,) = calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv")["hardware"]
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads:\n  - {name: w, context: 1024, batch: 1, hardware: a100-80gb, engine: cal.yaml}\n")
+    m = load_workloads(w)
+    values = m.blocks[0].engine_values("a100-80gb")
+    assert values["bandwidth"] == a100["fitted"]["bandwidth"]
+    assert values["overhead_s"] == pytest.approx(a100["fitted"]["overhead_s"])

@@ -64,7 +64,7 @@ def test_a_catalog_file_holds_definitions_only(tmp_path):
     (tmp_path / "cat.yaml").write_text(CHIP + "workloads:\n  - {name: w, context: 4096}\n")
     (tmp_path / "c.yaml").write_text(KV_CARD)
     res = CliRunner().invoke(main, ["run", str(tmp_path / "c.yaml"), "--catalog", str(tmp_path / "cat.yaml")])
-    assert res.exit_code == 1 and "cat.yaml:6:1 $.workloads: a catalog file holds hardware and models only" \
+    assert res.exit_code == 1 and "cat.yaml:6:1 $.workloads: a catalog file holds hardware, models, engines only" \
         in res.output
 
 

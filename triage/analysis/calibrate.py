@@ -245,7 +245,7 @@ def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) -> t
     return err, pull
 
 
-def _edges(fit: dict[str, float]) -> list[str]:
+def edges(fit: dict[str, float]) -> list[str]:
     """The parameters the fit pinned to the grid's edge: the rows want a value the grid (and the model) lacks."""
     out = []
     for name, values, unit in (("bandwidth", BANDWIDTH, 1.0), ("compute", COMPUTE, 1.0), ("overhead_s", OVERHEAD, 1e3)):
@@ -308,7 +308,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
             for name, axis in zip(PARAMETERS, grid, strict=True):     # jackknife standard error
                 values = axis[loo_idx]
                 spread[name] = float(np.sqrt((n - 1) / n * np.sum((values - values.mean()) ** 2)))
-            entry["warnings"] += _edges(fit)
+            entry["warnings"] += edges(fit)
             entry["fitted"] = fit
         after = np.ravel(predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"]))
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()

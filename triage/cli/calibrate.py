@@ -14,13 +14,17 @@ from .common import FILE, catalog_option, deliver, force_option, guard
 
 @click.command(name="calibrate")
 @click.argument("measurements", type=FILE)
-@click.option("--output", "-o", type=FILE, help="Write a workload file that uses the fitted values (atomically).")
+@click.option("--output", "-o", type=FILE, help="Write the fitted engine profile and a workload per row that uses "
+                                                  "it (atomically); other workload files use it with engine: FILE.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
               help="The report as md or json (on standard output).")
+@click.option("--engine", "engine", default="calibrated", show_default=True,
+              help="The name of the engine profile -o writes.")
 @catalog_option
 @force_option
 @guard
-def command(measurements: Path, output: Path | None, fmt: str, catalog_file: Path | None, force: bool) -> None:
+def command(measurements: Path, output: Path | None, fmt: str, engine: str, catalog_file: Path | None,
+            force: bool) -> None:
     """Fit bandwidth and compute efficiency (and per-step overhead) per hardware from measured step times.
 
     MEASUREMENTS is a CSV: model, hardware, context, batch, weights, group_size, tp, tokens_per_s or tpot,
@@ -37,4 +41,4 @@ def command(measurements: Path, output: Path | None, fmt: str, catalog_file: Pat
     else:
         click.echo(render_markdown(report), nl=True)
     if output is not None:
-        deliver(workload_file(report), output, (measurements,), force)
+        deliver(workload_file(report, engine), output, (measurements,), force)

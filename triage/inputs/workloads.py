@@ -50,8 +50,24 @@ class Settings:
     output_tokens: int                # a decode request's steps; a prefill request is one prompt
     stack: tuple[str, ...]            # serving features the workload's stack uses
     domain: str | None                # what the requests are (chat, code …): speculative acceptance differs
+
+    def engine_values(self, hardware: str) -> dict[str, float]:
+        """Bandwidth and compute efficiency and per-step overhead on a chip: the workload's own where it gives
+        them, else its engine profile's for that chip, else the shipped defaults."""
+        own = {"bandwidth": self.bandwidth_efficiency, "compute": self.compute_efficiency,
+               "overhead_s": self.overhead_s}
+        if self.engine is None:
+            return own
+        profile = self.engine.values(hardware)
+        out = {k: own[k] if k != "overhead_s" and "efficiency" in self.explicit else profile.get(k, own[k])
+               for k in ("bandwidth", "compute")}
+        out["overhead_s"] = own["overhead_s"] if "overhead" in self.explicit else profile.get("overhead_s",
+                                                                                              own["overhead_s"])
+        return out
     long_context: bool | None
     share: float | None
+    engine: catalog_mod.Engine | None = None      # the serving engine's profile, if named
+    explicit: frozenset[str] = frozenset()        # efficiency/overhead the user's file gives (they beat a profile)
 
 
 @dataclass(frozen=True)
@@ -103,10 +119,37 @@ def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _settings(merged: dict[str, Any], name: str, description: str) -> Settings:
+def _engine(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_mod.Catalog,
+            problems: list[Problem]) -> catalog_mod.Engine | None:
+    """An engine named in the catalog, or a path to a YAML file holding one profile under engines:."""
+    if name in cat.engines:
+        return cat.engines[name]
+    if name.endswith((".yaml", ".yml")):
+        path = Path(name) if Path(name).is_absolute() else _base_dir(doc) / name
+        try:
+            profile_doc = load_file(path)
+            found = validate(profile_doc, "workloads")
+            if found:
+                raise UserError(found)
+            profiles = catalog_mod.definitions(profile_doc, catalog_mod.Catalog({}, {}), problems).engines
+        except UserError as err:
+            problems += err.problems
+            return None
+        if len(profiles) == 1:
+            return next(iter(profiles.values()))
+        problems.append(doc.problem(where, f"{name} holds {len(profiles)} engine profiles: one is needed"))
+        return None
+    problems.append(doc.problem(where, f"unknown engine {name!r}{did_you_mean(name, cat.engines)} (triage catalog "
+                                       f"engines; or a path to a profile file)"))
+    return None
+
+
+def _settings(merged: dict[str, Any], name: str, description: str, engine: catalog_mod.Engine | None = None,
+              explicit: frozenset[str] = frozenset()) -> Settings:
     """Settings from defaults merged over by the workload: every key the shipped defaults give is present."""
     slo, eff, prec = merged["slo"], merged["efficiency"], merged["precision"]
     return Settings(
+        engine=engine, explicit=explicit,
         name=name,
         description=description,
         models=merged["model"],
@@ -235,7 +278,12 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
             problems.append(doc.problem(("workloads", i, "output_tokens"), (
                 "a prefill workload's request is its prompt: output_tokens does not apply (give it to a decode "
                 "workload)")))
-        blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""))), ("workloads", i)))
+        engine = _engine(merged["engine"], doc, ("workloads", i, "engine") if "engine" in layer else
+                         ("defaults", "engine"), cat, problems) if merged.get("engine") else None
+        explicit = frozenset(k for k in ("efficiency", "overhead") if k in layer or k in user_defaults
+                             or k in override)
+        blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""), engine, explicit)),
+                       ("workloads", i)))
     names = [b.settings.name for b, _ in blocks]
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(doc.problem(("workloads",), f"workload name {name!r} is used twice"))
@@ -252,11 +300,14 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         gname = grid.get("name", "grid")
         if gname in names:
             problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
+        engine = _engine(merged["engine"], doc, ("defaults", "engine"), cat, problems) if merged.get("engine") \
+            else None
+        explicit = frozenset(k for k in ("efficiency", "overhead") if k in user_defaults or k in override)
         for phase in phases:
             share = grid.get("share", 0.0) / len(phases)          # the grid's share, split over its phases
             blocks.append((Block(_settings({**merged, "phase": phase, "share": share}, gname,
-                                           "Cartesian sweep"), tuple(map(float, contexts)), tuple(map(float, batches))),
-                           ("grid",)))
+                                           "Cartesian sweep", engine, explicit),
+                                 tuple(map(float, contexts)), tuple(map(float, batches))), ("grid",)))
     if not blocks:
         problems.append(doc.problem((), "no workloads: give workloads: or grid:"))
     if problems:

@@ -253,9 +253,10 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     hw = machine(m)
     capacity = m.column("memory_bytes", "hardware")
-    be = m.column("bandwidth_efficiency")
-    ce = m.column("compute_efficiency")
-    overhead = m.column("overhead_s")
+    # the workload's own efficiencies and overhead, else its engine profile's for the cell's chip
+    be = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["bandwidth"])
+    ce = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["compute"])
+    overhead = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["overhead_s"])
     reserve = m.column("reserve_bytes")
 
     base_beff = {g: be for g in GROUPS}

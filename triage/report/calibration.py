@@ -10,11 +10,15 @@ from ..analysis.calibrate import defaults
 from ..inputs import units
 
 
-def workload_file(report: dict[str, Any]) -> str:
-    """A workload file with one workload per measured configuration, at the fitted efficiencies."""
+def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
+    """An engine profile (the fitted values per chip) and one workload per measured configuration that uses
+    it: a workload file, and a profile any other workload file can name by this file's path."""
     entries = []
+    hardware = {}
     for h in report["hardware"]:
         f = h["parameters"]
+        hardware[h["hardware"]] = {"bandwidth": f["bandwidth"], "compute": f["compute"],
+                                   "overhead": f"{f['overhead_s'] * 1e3:g} ms"}
         for n, p in enumerate(h["points"]):
             # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
             # a generation row becomes its decode steps at the mean context
@@ -25,14 +29,21 @@ def workload_file(report: dict[str, Any]) -> str:
                      "phase": phase, "context": context, "batch": int(p["batch"] or 1), "tp": int(p["tp"] or 1),
                      "precision": {"weights": "bf16" if p["weights"] in ("bf16", "fp16") else p["weights"],
                                    "kv": p["kv"] or "bf16", "compute": p["compute"] or "bf16"},
-                     "efficiency": {"bandwidth": f["bandwidth"], "compute": f["compute"]},
-                     "overhead": f"{f['overhead_s'] * 1e3:g} ms"}
+                     "engine": engine}
             if p["phase"] == "generation":
                 entry["output_tokens"] = int(p["output_tokens"])
             entries.append(entry)
+    d = defaults()
+    profile = {"description": f"fitted by `triage calibrate {report['source']}`",
+               "source": f"{sum(h['rows'] for h in report['hardware'])} measured rows of {report['source']}",
+               "default": {"bandwidth": d["bandwidth"], "compute": d["compute"],
+                           "overhead": f"{d['overhead_s'] * 1e3:g} ms"},
+               "hardware": hardware}
     header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
-              "# efficiencies and overhead fitted per hardware from measured step times\n")
-    return header + yaml.safe_dump({"defaults": {"precision": {"weights": "bf16", "kv": "bf16",
+              f"# the engine profile {engine!r} (efficiencies and overhead fitted per chip from measured times) and\n"
+              f"# one workload per measured row; other workload files use the profile with engine: <this file>\n")
+    return header + yaml.safe_dump({"engines": {engine: profile},
+                                    "defaults": {"precision": {"weights": "bf16", "kv": "bf16",
                                                                "activations": "bf16", "compute": "bf16"}},
                                     "workloads": entries}, sort_keys=False, width=120)
 

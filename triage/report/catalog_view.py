@@ -53,7 +53,13 @@ def workload_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
     return rows
 
 
-ROWS = {"hardware": hardware_rows, "models": model_rows, "workloads": workload_rows}
+def engine_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
+    """One row per engine profile: its default values, the chips it was fitted on, its source."""
+    return [{"name": e.key, "default": e.default, "hardware": e.hardware, "source": e.source}
+            for e in cat.engines.values()]
+
+
+ROWS = {"hardware": hardware_rows, "models": model_rows, "workloads": workload_rows, "engines": engine_rows}
 
 
 def _table(header: list[str], body: list[list[str]]) -> str:
@@ -82,6 +88,14 @@ def render(section: str, fmt: str, cat: catalog.Catalog | None = None) -> str:
               (f"{r['interconnect']['kind'] or 'a link'}, {units.fmt_bandwidth(r['interconnect']['bytes_per_s'])} "
                f"per direction" if r["interconnect"]["bytes_per_s"] else "—"),
               r["source"].get("url", r["source"].get("all", ""))] for r in rows])
+    if section == "engines":
+        def values(v: dict[str, float]) -> str:
+            return (f"bandwidth {units.fmt_percent(v['bandwidth'], 0)}, compute {units.fmt_percent(v['compute'], 0)}, "
+                    f"overhead {units.fmt_time(v['overhead_s'])}")
+        return _table(["engine", "default", "per chip", "source"],
+                      [[r["name"], values(r["default"]),
+                        "; ".join(f"{hw}: {values({**r['default'], **v})}" for hw, v in r["hardware"].items()) or "—",
+                        r["source"]] for r in rows])
     if section == "models":
         return _table(
             ["model", "parameters", "active per token", "layers", "heads / KV heads", "KV per token (fp16)",

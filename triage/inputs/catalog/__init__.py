@@ -4,7 +4,7 @@ YAML entries, shipped or user-written, into specs."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -134,15 +134,49 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
 
 
 @dataclass(frozen=True)
+class Engine:
+    """An engine profile: achieved efficiencies and per-step overhead, by default and per chip."""
+
+    key: str
+    default: dict[str, float]                 # bandwidth, compute, overhead_s
+    hardware: dict[str, dict[str, float]]
+    description: str = ""
+    source: str = ""
+
+    def values(self, hardware: str) -> dict[str, float]:
+        """The profile's values for a chip: its own where fitted, else the profile's default."""
+        return {**self.default, **self.hardware.get(hardware, {})}
+
+
+def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Engine:
+    """A schema-valid engine entry at ``path`` -> Engine (overhead in seconds)."""
+    entry = doc.data
+    for part in path:
+        entry = entry[part]
+
+    def values(sub: tuple[Any, ...], raw: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {k: float(raw[k]) for k in ("bandwidth", "compute") if k in raw}
+        if "overhead" in raw:
+            out["overhead_s"] = quantity(doc, path + sub + ("overhead",), "time", problems, allow_zero=True)
+        return out
+
+    return Engine(key, values(("default",), entry["default"]),
+                  {hw: values(("hardware", hw), v) for hw, v in entry.get("hardware", {}).items()},
+                  entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"))
+
+
+@dataclass(frozen=True)
 class Catalog:
-    """Named hardware and models."""
+    """Named hardware, models and engine profiles."""
 
     hardware: dict[str, Hardware]
     models: dict[str, Model]
+    engines: dict[str, Engine] = field(default_factory=dict)
 
-    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model]) -> Catalog:
+    def merged(self, hardware: dict[str, Hardware], models: dict[str, Model],
+               engines: dict[str, Engine] | None = None) -> Catalog:
         """This catalog with user entries added or replacing same-named ones."""
-        return Catalog({**self.hardware, **hardware}, {**self.models, **models})
+        return Catalog({**self.hardware, **hardware}, {**self.models, **models}, {**self.engines, **(engines or {})})
 
 
 def _section(file: str) -> Document:
@@ -162,13 +196,14 @@ def load() -> Catalog:
     """The shipped catalog, parsed once per process (its schema and sources are checked by ``check_shipped``
     in the test suite, not on every run)."""
     return Catalog(_parse_section(_section("hardware.yaml"), parse_hardware),
-                   _parse_section(_section("models.yaml"), parse_model))
+                   _parse_section(_section("models.yaml"), parse_model),
+                   _parse_section(_section("engines.yaml"), parse_engine))
 
 
 def check_shipped() -> list[Problem]:
     """Every problem of the shipped catalog: schema errors, and entries without a source."""
     problems: list[Problem] = []
-    for file, section in (("hardware.yaml", "hardware"), ("models.yaml", "models")):
+    for file, section in (("hardware.yaml", "hardware"), ("models.yaml", "models"), ("engines.yaml", "engines")):
         doc = _section(file)
         problems += validate(doc, "workloads", prefix=(section,))
         problems += [doc.problem((key,), "catalog entry without a source") for key in doc.data
@@ -178,20 +213,22 @@ def check_shipped() -> list[Problem]:
 
 
 ENVIRONMENT = "TRIAGE_CATALOG"    # a user catalog file used when no --catalog is given
-SECTIONS = ("hardware", "models")
+SECTIONS = ("hardware", "models", "engines")
 
 
 def definitions(doc: Document, cat: Catalog, problems: list[Problem]) -> Catalog:
-    """``cat`` with the hardware and models a document defines (a user catalog or a workload file) added."""
+    """``cat`` with the hardware, models and engine profiles a document defines (a user catalog or a workload
+    file) added."""
     hardware = {k: parse_hardware(doc, ("hardware", k), k, problems) for k in doc.data.get("hardware", {})}
     models = {k: parse_model(doc, ("models", k), k, problems) for k in doc.data.get("models", {})}
-    return cat.merged(hardware, models)
+    engines = {k: parse_engine(doc, ("engines", k), k, problems) for k in doc.data.get("engines", {})}
+    return cat.merged(hardware, models, engines)
 
 
 def resolve(user: str | Path | None = None) -> Catalog:
     """The catalog names resolve in: the shipped one, merged over by a user catalog file (``user``, the
-    --catalog option; else the file $TRIAGE_CATALOG names). A user catalog holds ``hardware:`` and ``models:``
-    entries in the workload file's format (what `triage catalog import -o` writes)."""
+    --catalog option; else the file $TRIAGE_CATALOG names). A user catalog holds ``hardware:``, ``models:``
+    and ``engines:`` entries in the workload file's format (what `triage catalog import -o` writes)."""
     path = user if user is not None else os.environ.get(ENVIRONMENT) or None
     if path is None:
         return load()
@@ -199,7 +236,7 @@ def resolve(user: str | Path | None = None) -> Catalog:
     problems = validate(doc, "workloads")
     if problems:
         raise UserError(problems)
-    problems = [doc.problem((k,), f"a catalog file holds {' and '.join(SECTIONS)} only; {k!r} belongs in a "
+    problems = [doc.problem((k,), f"a catalog file holds {', '.join(SECTIONS)} only; {k!r} belongs in a "
                                   f"workload file (--workloads)", key=True) for k in doc.data if k not in SECTIONS]
     cat = definitions(doc, load(), problems)
     if problems:

@@ -1,0 +1,52 @@
+"""Engine profiles: a workload names its engine and gets that engine's efficiencies and overhead on its chip,
+unless it states its own; a profile can be named or given by path; an unknown engine is refused."""
+
+import pytest
+import yaml
+
+import triage
+from triage.inputs import catalog
+
+KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}}
+
+
+def cell(workloads):
+    return triage.evaluate(KV, workloads).to_dict()["cells"][0]["baseline"]["time_s"]
+
+
+def test_every_engine_the_issue_names_has_a_shipped_profile_with_its_source():
+    engines = catalog.load().engines
+    for name in ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "gpt-fast", "hf-transformers", "lmdeploy"):
+        assert name in engines and engines[name].source, name
+
+
+def test_a_named_engine_sets_efficiency_and_overhead_for_the_chip():
+    p = catalog.load().engines["gpt-fast"].values("a100-80gb")
+    base = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]}
+    fast = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast"}]}
+    plain, engine = cell(base), cell(fast)
+    # the decode step is bandwidth-bound: the roofline time over the profile's bandwidth efficiency, plus its
+    # per-step overhead (the shipped default is 0.85 and 0 s)
+    theo = plain["theoretical"]
+    assert engine["theoretical"] == theo
+    assert engine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / p["bandwidth"] + p["overhead_s"],
+                                                 rel=0.02)
+
+
+def test_the_workloads_own_efficiency_and_overhead_win_over_the_profile():
+    own = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast",
+                          "efficiency": {"bandwidth": 0.85, "compute": 0.7}, "overhead": "0 ms"}]}
+    plain = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]}
+    assert cell(own) == cell(plain)
+
+
+def test_a_profile_by_path_and_an_unknown_engine(tmp_path):
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"engines": {"mine": {
+        "default": {"bandwidth": 0.5, "compute": 0.5, "overhead": "2 ms"}}}}))
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads:\n  - {name: w, context: 1024, batch: 1, hardware: a100-80gb, engine: mine.yaml}\n")
+    plain = cell({"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]})
+    mine = cell(w)
+    assert mine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / 0.5 + 0.002, rel=0.02)
+    with pytest.raises(triage.UserError, match="unknown engine 'vlm' \\(did you mean 'vllm'\\?\\)"):
+        cell({"workloads": [{"name": "w", "context": 1024, "engine": "vlm"}]})
