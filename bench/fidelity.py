@@ -71,7 +71,8 @@ def rows() -> list[dict[str, Any]]:
             output = int(r["output_tokens"] or 0)
             if r["phase"] == "generation" and not output or r["phase"] == "prefill" and not prompt:
                 continue
-            if not r["batch"] or "request rate" in r["notes"].lower():
+            notes = r["notes"].lower()
+            if not r["batch"] or "request rate" in notes or "queueing" in notes:
                 continue                  # a batch the source does not state, or a serving number (queueing)
             # a decode row's context: the prompt plus half the output, the mean over its steps
             context = prompt + output // 2 if r["phase"] == "decode" else prompt
@@ -152,7 +153,7 @@ def main() -> None:
     profiles = catalog.load().engines
     shipped = [x for r in group for x in errors([r], profiles[r.spec["engine"]].values(r.spec["hardware"])
                                                   if r.spec["engine"] in profiles else calibrate.defaults())]
-    print(summary("implementation, the shipped engine profiles", shipped))
+    print(summary("end-to-end, the shipped engine profiles (in sample)", shipped))
 
     print("\ncalibrated per hardware:")
     params = fitted(group)

@@ -70,7 +70,11 @@ def main() -> None:
         shown = {hw: p for hw, p in fitted.items() if p is not None}
         if shown:
             lines.append("  hardware:")
-            lines += [f"    {hw}: {_values(p)}" for hw, p in shown.items()]
+            for hw, p in shown.items():
+                pinned = [e.split(" is the ")[0] for e in calibrate.edges(p)]
+                note = f"    # {len(chips[hw])} rows; at the fit's edge: {', '.join(pinned)}" if pinned else \
+                    f"    # {len(chips[hw])} rows"
+                lines += [note, f"    {hw}: {_values(p)}"]
         files = sorted({r.spec["source"] for r in rows})
         edges = "; at the fit's edge (the model lacks a term these rows need): " + ", ".join(
             e.split(" is the ")[0] for e in calibrate.edges(fit)) if calibrate.edges(fit) else ""

@@ -126,3 +126,12 @@ def test_calibrate_o_writes_an_engine_profile_other_workload_files_use_by_path(t
     values = m.blocks[0].engine_values("a100-80gb")
     assert values["bandwidth"] == a100["fitted"]["bandwidth"]
     assert values["overhead_s"] == pytest.approx(a100["fitted"]["overhead_s"])
+
+
+@pytest.mark.parametrize("phase,column,value", [("generation", "tpot_s", "0.012"), ("decode", "e2e_s", "3.2"),
+                                                ("prefill", "tpot_s", "0.01")])
+def test_a_time_that_is_not_the_rows_phase_is_refused(tmp_path, phase, column, value):
+    f = tmp_path / "m.csv"
+    f.write_text(f"model,hardware,phase,context,output_tokens,{column}\nllama-2-7b,a100-80gb,{phase},512,128,{value}\n")
+    with pytest.raises(UserError, match=f"a {phase} row is measured by"):
+        calibrate.calibrate(f)

@@ -50,3 +50,12 @@ def test_a_profile_by_path_and_an_unknown_engine(tmp_path):
     assert mine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / 0.5 + 0.002, rel=0.02)
     with pytest.raises(triage.UserError, match="unknown engine 'vlm' \\(did you mean 'vllm'\\?\\)"):
         cell({"workloads": [{"name": "w", "context": 1024, "engine": "vlm"}]})
+
+
+def test_a_partial_efficiency_keeps_the_profiles_other_value():
+    p = catalog.load().engines["lmdeploy"].values("a100-80gb")
+    w = {"workloads": [{"name": "w", "context": 1024, "hardware": "a100-80gb", "engine": "lmdeploy",
+                        "efficiency": {"bandwidth": 0.9}}]}
+    from conftest import load_workloads
+    values = load_workloads(w).blocks[0].engine_values("a100-80gb")
+    assert values == {"bandwidth": 0.9, "compute": p["compute"], "overhead_s": p["overhead_s"]}

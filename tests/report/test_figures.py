@@ -4,6 +4,7 @@ inside the canvas, and every pixel the text actually inks must lie inside its bo
 another or is clipped on the picture itself. A heatmap cell where a side does not fit must carry no colour."""
 
 import io
+import math
 import re
 from pathlib import Path
 
@@ -118,3 +119,53 @@ def test_a_workload_grid_beyond_the_default_axes_widens_the_heatmap():
     w = {"grid": {"phase": ["decode"], "context": [4096, 4_194_304], "batch": [1, 1024]}}
     svg = figure_data(triage.evaluate(ROOT / "claims" / "kv2x.yaml", w))["gain"]
     assert "batch 1,024:" in svg and "context 4,194,304," in svg
+
+
+ROOF = re.compile(r'<path d="M([\d.]+),([\d.]+) L([\d.]+),([\d.]+) L([\d.]+),([\d.]+)" fill="none" stroke="([^"]+)"')
+TRIANGLE = re.compile(r'<path d="M([\d.]+),([\d.]+) L[\d.,]+ L[\d.,]+ Z" fill="([^"]+)"/>')
+TICK_X = re.compile(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" font-size="11" fill="#222222" '
+                    r'data-box="[^"]+">([\d.]+)</text>')
+
+
+def _roof_y(roof, x):
+    """The roof's height (SVG y) at x: the line to the ridge, then flat."""
+    x0, y0, x1, y1, _, y2 = roof
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x <= x1 else y2
+
+
+@pytest.mark.parametrize("card", [p.stem for p in CARDS])
+def test_no_point_sits_above_its_chips_roofs(figures, card):
+    # a roofline plots steps at full efficiency: no step can attain more than its chip's highest roof
+    svg = figures[card]["roofline"]
+    roofs = {}
+    for m in ROOF.finditer(svg):
+        roofs.setdefault(m.group(7), []).append(tuple(map(float, m.groups()[:6])))
+    for m in TRIANGLE.finditer(svg):
+        x, top, color = float(m.group(1)), float(m.group(2)), m.group(3)
+        y = top + 5                                              # the triangle's apex is 5 px above its point
+        assert y >= min(_roof_y(r, x) for r in roofs[color]) - 1.0, (card, x, y)
+
+
+def test_tick_labels_sit_where_their_values_are():
+    # log-scale ticks: equal ratios of values at equal distances, none piled at the frame's edge
+    svg = figure_data(triage.evaluate(ROOT / "claims" / "kv2x.yaml"))["roofline"]
+    ticks = sorted((float(v), float(x)) for x, y, v in TICK_X.findall(svg))
+    assert len(ticks) >= 4
+    steps = [(x2 - x1) / math.log10(v2 / v1) for (v1, x1), (v2, x2) in zip(ticks, ticks[1:], strict=False)]
+    assert max(steps) - min(steps) < 0.5
+
+
+def test_many_long_named_workloads_keep_every_label_or_a_numbered_key(tmp_path):
+    w = {"workloads": [{"name": f"workload-with-a-rather-long-descriptive-name-number-{k:02d}",
+                        "context": 256 * (k + 1), "batch": 1 + k % 4, "hardware": "a100-80gb"} for k in range(25)]}
+    svg = figure_data(triage.evaluate(ROOT / "claims" / "kv2x.yaml", w))["roofline"]
+    texts = re.findall(r">([^<]+)</text>", svg)
+    numbers = [t for t in re.findall(r'font-size="9"[^>]*>(\d+)</text>', svg)]
+    keys = [t for t in texts if re.match(r"\d+:", t)]
+    labelled = [t for t in texts if re.fullmatch(r"workload-with-a-rather-long-descriptive-name-number-\d\d", t)]
+    assert len(numbers) == len(keys) and len(labelled) + len(keys) == 25
+    assert "…" not in svg                                # names wrap in the legend, never cut
+    boxes = [tuple(map(float, m.groups())) for m in BOX.finditer(svg)]
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
+        for u0, v0, u1, v1 in boxes[i + 1:]:
+            assert not (x0 < u1 and u0 < x1 and y0 < v1 and v0 < y1)

@@ -185,11 +185,22 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
 
 # a measured time: a column whose name gives the unit (seconds), or a quantity with its unit
 TIMES = ("tpot_s", "ttft_s", "e2e_s", "tpot", "ttft")
+# what each phase's time is: a decode step's TPOT, a prefill's TTFT, a whole request's end-to-end time
+PHASE_TIMES = {"decode": ("tokens_per_s", "tpot_s", "tpot"), "prefill": ("tokens_per_s", "ttft_s", "ttft"),
+               "generation": ("tokens_per_s", "e2e_s")}
 
 
 def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: int, output: int,
               phase: str) -> float:
     """The row's measured seconds: of one step (decode, prefill) or of the whole request (generation)."""
+    given = [k for k in ("tokens_per_s", *TIMES) if raw.get(k)]
+    if len(given) > 1:
+        raise UserError([Problem(file, line, 1, f"$.{given[1]}",
+                                 f"give one measurement a row, not {' and '.join(given)}")])
+    allowed = PHASE_TIMES[phase]
+    if given[0] not in allowed:
+        raise UserError([Problem(file, line, 1, f"$.{given[0]}", (
+            f"a {phase} row is measured by {' or '.join(allowed)}, not {given[0]}"))])
     if raw.get("tokens_per_s"):
         rate = _field(raw, "tokens_per_s", file, line, kind=float)
         tokens = {"decode": batch, "prefill": batch * context, "generation": batch * output}[phase]

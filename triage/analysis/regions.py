@@ -78,8 +78,10 @@ class Frontier:
 
     cell: int
     batches: np.ndarray
-    base_time_s: np.ndarray          # TPOT, end-to-end layer
+    base_time_s: np.ndarray          # seconds per useful token, end-to-end layer (idle batch slots included)
     claim_time_s: np.ndarray
+    base_tpot_s: np.ndarray          # a step's time: the TPOT a sequence sees (what the SLO judges)
+    claim_tpot_s: np.ndarray
     base_fits: np.ndarray
     claim_fits: np.ndarray
     gpus: float                      # per replica (tensor parallel)
@@ -112,7 +114,9 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
     _, first = np.unique(pairs, return_index=True)          # the first decode cell of each model × hardware
     # the axes cover the shipped grid and the matrix's own range (powers of 2 and 4 beyond it)
     top_ctx, top_batch = float(m.context[decode].max(initial=1)), float(m.batch[decode].max(initial=1))
+    low_ctx = float(m.context[decode].min(initial=256))
     contexts = np.union1d(CROSSOVER_CONTEXTS, 2.0 ** np.arange(21, math.ceil(math.log2(max(top_ctx, 2))) + 1))
+    contexts = np.union1d(contexts, 2.0 ** np.arange(max(math.floor(math.log2(max(low_ctx, 1))), 0), 8))
     batches = np.union1d(CROSSOVER_BATCHES, 4.0 ** np.arange(4, math.ceil(math.log(max(top_batch, 2), 4)) + 1))
     ctx, bat = np.meshgrid(contexts, batches)
     for i in decode[np.sort(first)]:
@@ -216,8 +220,10 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
                    share=np.full(batches.size, 1.0 / batches.size))
     g = layers.compute(grid, claim, models)
     slo = float(g.slo[0])
-    return Frontier(i, batches, g.base.time_end_to_end, g.claim.time_end_to_end, g.base.fits, g.claim.fits,
-                    float(np.broadcast_to(g.base.inputs.tp, grid.batch.shape)[0]), slo if np.isfinite(slo) else None)
+    step = [np.broadcast_to(v.time_end_to_end * v.inputs.utilization, grid.batch.shape) for v in (g.base, g.claim)]
+    return Frontier(i, batches, g.base.time_end_to_end, g.claim.time_end_to_end, step[0], step[1], g.base.fits,
+                    g.claim.fits, float(np.broadcast_to(g.base.inputs.tp, grid.batch.shape)[0]),
+                    slo if np.isfinite(slo) else None)
 
 
 def analyse(claim: Claim, m: Matrix, models: dict[str, Model]) -> Analysis:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -19,7 +20,7 @@ from .common import FILE, catalog_option, deliver, force_option, guard
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default="md",
               help="The report as md or json (on standard output).")
 @click.option("--engine", "engine", default="calibrated", show_default=True,
-              help="The name of the engine profile -o writes.")
+              help="The name of the engine profile -o writes (lowercase letters, digits, '.', '_', '-').")
 @catalog_option
 @force_option
 @guard
@@ -35,6 +36,8 @@ def command(measurements: Path, output: Path | None, fmt: str, engine: str, cata
       triage calibrate examples/measurements/gpt-fast-a100.csv
       triage calibrate my-runs.csv -o calibrated.yaml
     """
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", engine):
+        raise click.UsageError("--engine: a lowercase name of at most 64 letters, digits, '.', '_' or '-'")
     report = calibrate_mod.calibrate(measurements, catalog_file)
     if fmt == "json":
         click.echo(json.dumps(report, indent=2, allow_nan=False))

@@ -59,15 +59,11 @@ class Settings:
         if self.engine is None:
             return own
         profile = self.engine.values(hardware)
-        out = {k: own[k] if k != "overhead_s" and "efficiency" in self.explicit else profile.get(k, own[k])
-               for k in ("bandwidth", "compute")}
-        out["overhead_s"] = own["overhead_s"] if "overhead" in self.explicit else profile.get("overhead_s",
-                                                                                              own["overhead_s"])
-        return out
+        return {k: own[k] if k in self.explicit else profile.get(k, own[k]) for k in own}
     long_context: bool | None
     share: float | None
     engine: catalog_mod.Engine | None = None      # the serving engine's profile, if named
-    explicit: frozenset[str] = frozenset()        # efficiency/overhead the user's file gives (they beat a profile)
+    explicit: frozenset[str] = frozenset()        # bandwidth/compute/overhead_s the workload gives (beat a profile)
 
 
 @dataclass(frozen=True)
@@ -142,6 +138,19 @@ def _engine(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_mod.C
     problems.append(doc.problem(where, f"unknown engine {name!r}{did_you_mean(name, cat.engines)} (triage catalog "
                                        f"engines; or a path to a profile file)"))
     return None
+
+
+def _explicit(layer: dict[str, Any], user_defaults: dict[str, Any], override: dict[str, Any],
+              own_engine: bool) -> frozenset[str]:
+    """The values a workload states itself, each on its own (efficiency.bandwidth, .compute, overhead): they beat
+    its engine profile's. A workload that names its own engine takes the profile over the file's defaults."""
+    layers = [layer, override] if own_engine else [layer, user_defaults, override]
+    out = set()
+    for source in layers:
+        out |= {k for k in ("bandwidth", "compute") if k in source.get("efficiency", {})}
+        if "overhead" in source:
+            out.add("overhead_s")
+    return frozenset(out)
 
 
 def _settings(merged: dict[str, Any], name: str, description: str, engine: catalog_mod.Engine | None = None,
@@ -280,8 +289,7 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
                 "workload)")))
         engine = _engine(merged["engine"], doc, ("workloads", i, "engine") if "engine" in layer else
                          ("defaults", "engine"), cat, problems) if merged.get("engine") else None
-        explicit = frozenset(k for k in ("efficiency", "overhead") if k in layer or k in user_defaults
-                             or k in override)
+        explicit = _explicit(layer, user_defaults, override, "engine" in layer)
         blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""), engine, explicit)),
                        ("workloads", i)))
     names = [b.settings.name for b, _ in blocks]
@@ -302,7 +310,7 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
             problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
         engine = _engine(merged["engine"], doc, ("defaults", "engine"), cat, problems) if merged.get("engine") \
             else None
-        explicit = frozenset(k for k in ("efficiency", "overhead") if k in user_defaults or k in override)
+        explicit = _explicit({}, user_defaults, override, False)
         for phase in phases:
             share = grid.get("share", 0.0) / len(phases)          # the grid's share, split over its phases
             blocks.append((Block(_settings({**merged, "phase": phase, "share": share}, gname,

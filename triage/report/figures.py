@@ -80,6 +80,7 @@ class Canvas:
 
     def __init__(self, title: str, xlabel: str, ylabel: str, style: Style = STYLE) -> None:
         self.s = style
+        self.height: float = style.height             # grows when the legend needs it
         self.x0, self.x1 = style.left, style.width - style.right
         self.y0, self.y1 = style.top, style.height - style.bottom
         self.shapes: list[str] = []
@@ -95,7 +96,17 @@ class Canvas:
                            f'height="{self.y1 - self.y0}" fill="none" stroke="{style.frame}"/>')
 
     def _wrap(self, text: str, size: float, width: float, most: int = 2) -> list[str]:
-        words, lines, line = text.split(), [], ""
+        words: list[str] = []
+        for word in text.split():                       # a word wider than the line breaks after a hyphen
+            while self.measure(word, size) > width and len(word) > 1:
+                cut = max(k for k in range(1, len(word)) if self.measure(word[:k], size) <= width) \
+                    if self.measure(word[:1], size) <= width else 1
+                hyphen = word.rfind("-", 0, cut)
+                cut = hyphen + 1 if hyphen > 0 else cut
+                words.append(word[:cut])
+                word = word[cut:]
+            words.append(word)
+        lines, line = [], ""
         for w in words:
             if line and self.measure(f"{line} {w}", size) > width:
                 lines.append(line)
@@ -111,7 +122,21 @@ class Canvas:
         return lines
 
     def measure(self, text: str, size: float | None = None) -> float:
-        return len(text) * (size or self.s.size) * self.s.char_em
+        """A conservative width of ``text`` in DejaVu Sans: wide capitals and symbols, East Asian characters
+        and narrow punctuation each at their class's advance (em)."""
+        em = 0.0
+        for ch in text:
+            if ord(ch) >= 0x1100:
+                em += 1.0                               # CJK and other wide scripts
+            elif ch in "MWmw@%":
+                em += 1.0
+            elif ch.isupper() or ch in "#&":
+                em += 0.78
+            elif ch in "il.,:;|'!":
+                em += 0.35
+            else:
+                em += self.s.char_em
+        return em * (size or self.s.size)
 
     def box(self, x: float, y: float, text: str, anchor: str, size: float, rotate: bool = False) -> Box:
         """The extent of ``text`` drawn at (x, y) (baseline) with ``anchor``."""
@@ -123,7 +148,7 @@ class Canvas:
 
     def fits(self, b: Box, legend: bool = False) -> bool:
         """Inside the canvas, apart from every text, and (unless it is the legend's) out of the legend column."""
-        inside = b.x0 >= 1 and b.y0 >= 1 and b.x1 <= self.s.width - 1 and b.y1 <= self.s.height - 1
+        inside = b.x0 >= 1 and b.y0 >= 1 and b.x1 <= self.s.width - 1 and (legend or b.y1 <= self.s.height - 1)
         column = Box(self.x1 + 8, 0, self.s.width, self.y1)
         return inside and (legend or not b.overlaps(column)) and not any(b.overlaps(o) for o, _ in self.boxes)
 
@@ -149,7 +174,7 @@ class Canvas:
     def place(self, x: float, y: float, text: str, color: str | None = None, size: float | None = None) -> bool:
         """A point's label at the first free spot around (x, y), in growing rings."""
         size = size or self.s.size
-        for r in (7, 14, 24, 36):
+        for r in (7, 14, 24, 36, 52, 72, 96):
             for dx, dy, anchor in ((r, -r / 2, "start"), (r, r + size / 2, "start"), (-r, -r / 2, "end"),
                                    (-r, r + size / 2, "end"), (0, -r, "middle"), (0, r + size, "middle")):
                 if self.text(x + dx, y + dy, text, anchor, size, color):
@@ -169,30 +194,37 @@ class Canvas:
         if self.place(x, y, str(n), color, self.s.small):
             self.legend.append(("number", color, f"{n}: {text}"))
 
-    def ticks_x(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str]) -> None:
-        """Grid lines and labels at ``values``, a label dropped where it would touch its neighbour."""
+    def ticks_x(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str],
+                lo: float = -math.inf, hi: float = math.inf) -> None:
+        """Grid lines and labels at the ``values`` inside [lo, hi], a label dropped where it would touch its
+        neighbour."""
         for v in values:
             x = scale(v)
-            if self.x0 - 0.5 <= x <= self.x1 + 0.5:
+            if lo <= v <= hi and self.x0 - 0.5 <= x <= self.x1 + 0.5:
                 self.shapes.append(f'<line x1="{x:.1f}" y1="{self.y0}" x2="{x:.1f}" y2="{self.y1}" '
                                    f'stroke="{self.s.grid}"/>')
                 self.text(x, self.y1 + 15, fmt(v), anchor="middle")
 
-    def ticks_y(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str]) -> None:
+    def ticks_y(self, values: Sequence[float], scale: Callable[[float], float], fmt: Callable[[float], str],
+                lo: float = -math.inf, hi: float = math.inf) -> None:
         for v in values:
             y = scale(v)
-            if self.y0 - 0.5 <= y <= self.y1 + 0.5:
+            if lo <= v <= hi and self.y0 - 0.5 <= y <= self.y1 + 0.5:
                 self.shapes.append(f'<line x1="{self.x0}" y1="{y:.1f}" x2="{self.x1}" y2="{y:.1f}" '
                                    f'stroke="{self.s.grid}"/>')
                 self.text(self.x0 - 5, y + 4, fmt(v), anchor="end")
 
     def svg(self, defs: str = "") -> str:
-        """The figure: shapes, the legend column, then every text in one group."""
+        """The figure: shapes, the legend column (every entry; the canvas grows to hold them), then every text
+        in one group."""
         x, y = self.x1 + 14, self.y0 + 4
         for kind, color, text in self.legend:
-            lines = self._wrap(text, self.s.small, self.s.right - 36, most=5) if kind != "number" else [text]
-            if y + 12 * len(lines) > self.s.height - 4:
-                break
+            lines = self._wrap(text, self.s.small, self.s.right - 36, most=8)
+            while any(self.box(x + 20, y + 8 + 12 * k, line, "start", self.s.small).overlaps(o)
+                      for k, line in enumerate(lines) for o, _ in self.boxes):
+                y += 6                                  # below a tick label that reaches into the column
+            if y + 12 * len(lines) + 8 > self.height:
+                self.height = y + 12 * len(lines) + 8
             if kind == "line":
                 self.shapes.append(f'<line x1="{x}" y1="{y + 4}" x2="{x + 14}" y2="{y + 4}" stroke="{color}" '
                                    f'stroke-width="2"/>')
@@ -204,12 +236,13 @@ class Canvas:
                 self.shapes.append(f'<rect x="{x}" y="{y - 2}" width="14" height="10" fill="{fill}" '
                                    f'stroke="{self.s.frame}"/>')
             for k, line in enumerate(lines):
-                self.text(x + (20 if kind != "number" else 0), y + 8 + 12 * k, line, size=self.s.small,
-                          color=self.s.text, free=True)
+                self.text(x + 20, y + 8 + 12 * k, line, size=self.s.small, color=self.s.text, free=True)
+            if kind == "number":                        # the key's number in the point's colour
+                self.shapes.append(f'<circle cx="{x + 7}" cy="{y + 4}" r="4" fill="{color}"/>')
             y += 12 * len(lines) + 6
         return "\n".join([
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.s.width}" height="{self.s.height}" '
-            f'viewBox="0 0 {self.s.width} {self.s.height}" font-family="{self.s.font}">',
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.s.width}" height="{self.height:.0f}" '
+            f'viewBox="0 0 {self.s.width} {self.height:.0f}" font-family="{self.s.font}">',
             f"<defs>{defs}</defs>" if defs else "",
             '<rect width="100%" height="100%" fill="white"/>',
             *self.shapes, '<g id="labels">', *self.texts, "</g>", "</svg>"]).replace("\n\n", "\n") + "\n"
@@ -242,8 +275,8 @@ def roofline(roofs: list[dict[str, Any]], points: list[dict[str, Any]], title: s
     y_hi = max(ys) * 2
     y_lo = max(min(min(ys) / 3, y_hi / 1e6), 1e6)
     sx, sy = _log_scale(x_lo, x_hi, c.x0, c.x1), _log_scale(y_lo, y_hi, c.y1, c.y0)
-    c.ticks_x(_decades(x_lo, x_hi), sx, lambda v: f"{v:g}")
-    c.ticks_y(_decades(y_lo, y_hi), sy, lambda v: _si(v, ""))
+    c.ticks_x(_decades(x_lo, x_hi), sx, lambda v: f"{v:g}", x_lo, x_hi)
+    c.ticks_y(_decades(y_lo, y_hi), sy, lambda v: _si(v, ""), y_lo, y_hi)
     chips = list(dict.fromkeys(r["hardware"] for r in roofs))
     for r in roofs:
         color = STYLE.lines[chips.index(r["hardware"]) % len(STYLE.lines)]
@@ -280,7 +313,7 @@ def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], f
     nx, ny = len(contexts), len(batches)
     cw, ch = (c.x1 - c.x0) / nx, (c.y1 - c.y0) / ny
     shown = [g for row, frow in zip(gains, fits, strict=True) for g, f in zip(row, frow, strict=True) if f]
-    lo, hi = (min(min(shown), 1.0), max(max(shown), 1.0)) if shown else (1.0, 1.0)
+    lo, hi = (min(shown), max(shown)) if shown else (1.0, 1.0)
 
     def colour(g: float) -> str:
         return viridis(0.0 if hi <= lo else (g - lo) / (hi - lo))
@@ -321,8 +354,9 @@ def heatmap(contexts: list[int], batches: list[int], gains: list[list[float]], f
         c.text(c.x0 + (i + 0.5) * cw, c.y1 + 15, f"{ctx / 1024:g}k" if ctx >= 1024 else str(ctx), anchor="middle")
     for j, b in enumerate(batches):
         c.text(c.x0 - 5, c.y1 - (j + 0.5) * ch + 4, f"{b:,}", anchor="end")
-    c.legend += [("box", colour(lo), f"bound {lo:.2f}× (lowest shown)"),
-                 ("box", colour(hi), f"bound {hi:.2f}× (highest)"),
+    scale = [("box", colour(lo), f"bound {lo:.2f}× (lowest)"), ("box", colour(hi), f"bound {hi:.2f}× (highest)")] \
+        if hi > lo + 0.005 else [("box", colour(lo), f"bound {lo:.2f}× wherever both sides fit")]
+    c.legend += scale + [
                  ("hatch", "", "the baseline or the claim does not fit in memory: no gain"),
                  ("line", "#000000", f"contour: bound ≥ {min_gain:g}× (where it pays)")]
     defs = (f'<pattern id="{NO_FIT}" patternUnits="userSpaceOnUse" width="6" height="6">'
@@ -343,8 +377,8 @@ def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title:
     x_lo, x_hi = min(span) / 1.5, max(span) * 1.5
     y_lo, y_hi = min(rates) / 1.5, max(rates) * 1.5
     sx, sy = _log_scale(x_lo, x_hi, c.x0, c.x1), _log_scale(y_lo, y_hi, c.y1, c.y0)
-    c.ticks_x([m * d for d in _decades(x_lo, x_hi) for m in (1, 2, 5)], sx, lambda v: f"{v * 1e3:g} ms")
-    c.ticks_y(_decades(y_lo, y_hi), sy, lambda v: f"{v:g}")
+    c.ticks_x([m * d for d in _decades(x_lo, x_hi) for m in (1, 2, 5)], sx, lambda v: f"{v * 1e3:g} ms", x_lo, x_hi)
+    c.ticks_y([m * d for d in _decades(y_lo, y_hi) for m in (1, 2, 5)], sy, lambda v: f"{v:g}", y_lo, y_hi)
     if slo_s:
         x = sx(slo_s)
         c.shapes.append(f'<line x1="{x:.1f}" y1="{c.y0}" x2="{x:.1f}" y2="{c.y1}" stroke="#555555" '
@@ -355,11 +389,14 @@ def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title:
         color = STYLE.lines[n % len(STYLE.lines)]
         pts = list(zip(s["tpot_s"], s["tokens_per_s_per_gpu"], s["batch"], strict=True))
         d = " ".join(f"{'M' if i == 0 else 'L'}{sx(t):.1f},{sy(r):.1f}" for i, (t, r, _) in enumerate(pts))
-        c.shapes.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+        dash = ' stroke-dasharray="6,3"' if n else ""
+        c.shapes.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
         for t, r, b in pts:
-            c.shapes.append(f'<circle cx="{sx(t):.1f}" cy="{sy(r):.1f}" r="3" fill="{color}">'
-                            f'<title>{escape(s["name"])} batch {b:g}: {t * 1e3:.2f} ms, {r:,.0f} tok/s</title>'
-                            f'</circle>')
+            x, y = sx(t), sy(r)
+            tip = f'<title>{escape(s["name"])} batch {b:g}: {t * 1e3:.2f} ms, {r:,.0f} tok/s</title>'
+            c.shapes.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">{tip}</circle>' if not n else
+                            f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 3:.1f} L{x - 4:.1f},{y + 3:.1f} Z" '
+                            f'fill="{color}">{tip}</path>')
             c.boxes.append((Box(sx(t) - 4, sy(r) - 4, sx(t) + 4, sy(r) + 4), ""))
         meets = [p for p in pts if slo_s is None or p[0] <= slo_s]
         if meets:
