@@ -169,3 +169,18 @@ def test_many_long_named_workloads_keep_every_label_or_a_numbered_key(tmp_path):
     for i, (x0, y0, x1, y1) in enumerate(boxes):
         for u0, v0, u1, v1 in boxes[i + 1:]:
             assert not (x0 < u1 and u0 < x1 and y0 < v1 and v0 < y1)
+
+
+def test_a_prefill_only_memo_says_why_it_has_one_figure(tmp_path):
+    from click.testing import CliRunner
+
+    from triage.cli import main
+
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads:\n  - {name: p, phase: prefill, context: 2048, batch: 1}\n")
+    out = tmp_path / "memo.md"
+    assert CliRunner().invoke(main, ["run", str(ROOT / "claims" / "kv2x.yaml"), "-w", str(w), "-o",
+                                     str(out)]).exit_code == 0
+    text = out.read_text()
+    assert "](memo.roofline.svg)" in text and "no workload here decodes" in text
+    assert not (tmp_path / "memo.gain.svg").exists()

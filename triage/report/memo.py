@@ -207,6 +207,9 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "analysis": d["analysis"],
         "measured": d["measured"],
         "figures": figures if isinstance(figures, list) else [],
+        "figures_missing": ("" if result.matrix.decode.any() else
+                            "no gain heatmap or latency–throughput figure: both picture decode, and no workload "
+                            "here decodes"),
         "figures_note": figures if isinstance(figures, str) else "",
         "figure_points": LIMITS.figure_points,
         "marker": Trusted(MARKER),
