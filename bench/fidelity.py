@@ -99,7 +99,8 @@ def priced() -> tuple[list[calibrate.Row], int]:
 
 
 def errors(group: list[calibrate.Row], params: dict[str, float], comm: bool = True) -> list[float]:
-    pred = calibrate.predict(group, params["bandwidth"], params["compute"], params["overhead_s"], comm=comm).ravel()
+    pred = calibrate.predict(group, params["bandwidth"], params["compute"], params["overhead_s"], comm=comm,
+                             request=params.get("request_overhead_s", 0.0)).ravel()
     return [float(p / r.measured_s - 1.0) for p, r in zip(pred, group, strict=True)]
 
 

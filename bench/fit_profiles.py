@@ -29,7 +29,8 @@ NEEDED = len(calibrate.PARAMETERS)
 
 
 def _values(p: dict[str, float]) -> str:
-    return f"{{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}, overhead: {p['overhead_s'] * 1e3:g} ms}}"
+    return (f"{{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}, overhead: {p['overhead_s'] * 1e3:g} ms, "
+            f"request_overhead: {p.get('request_overhead_s', 0.0) * 1e3:.3g} ms}}")
 
 
 def _half(rows: list[calibrate.Row]) -> str:

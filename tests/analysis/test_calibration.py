@@ -135,3 +135,16 @@ def test_a_time_that_is_not_the_rows_phase_is_refused(tmp_path, phase, column, v
     f.write_text(f"model,hardware,phase,context,output_tokens,{column}\nllama-2-7b,a100-80gb,{phase},512,128,{value}\n")
     with pytest.raises(UserError, match=f"a {phase} row is measured by"):
         calibrate.calibrate(f)
+
+
+def test_short_prompt_ttft_is_read_as_a_per_request_cost(tmp_path):
+    # the case: 128-token TTFT rows carry ~10 ms a step model cannot give; decode rows do not
+    f = csv(tmp_path, *[f"llama-2-7b,a100-80gb,prefill,{p},1,bf16,,,,,{t},,ttft" for p, t in
+                        ((128, 0.0135), (256, 0.0152), (512, 0.0195))],
+            *[f"llama-2-7b,a100-80gb,decode,{c},1,bf16,,,,{t},,,tpot" for c, t in ((512, 0.0095), (2048, 0.0101),
+                                                                                    (8192, 0.0125))])
+    (h,) = calibrate.calibrate(f)["hardware"]
+    assert 0.001 < h["parameters"]["request_overhead_s"] < calibrate.REQUEST_MAX
+    short = h["points"][0]                                # the 128-token TTFT: a few ms of it is the request's
+    assert short["after_s"] == pytest.approx(short["measured_s"], rel=0.1)
+    assert h["error_after"] < 0.1

@@ -58,4 +58,15 @@ def test_a_partial_efficiency_keeps_the_profiles_other_value():
                         "efficiency": {"bandwidth": 0.9}}]}
     from conftest import load_workloads
     values = load_workloads(w).blocks[0].engine_values("a100-80gb")
-    assert values == {"bandwidth": 0.9, "compute": p["compute"], "overhead_s": p["overhead_s"]}
+    assert values == {"bandwidth": 0.9, "compute": p["compute"], "overhead_s": p["overhead_s"],
+                      "request_overhead_s": p.get("request_overhead_s", 0.0)}
+
+
+def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
+    w = {"defaults": {"request_overhead": "12 ms"},
+         "workloads": [{"name": "p", "phase": "prefill", "context": 128, "batch": 1, "hardware": "a100-80gb"},
+                       {"name": "d", "phase": "decode", "context": 128, "batch": 1, "hardware": "a100-80gb"}]}
+    cells = triage.evaluate(KV, w).to_dict()["cells"]
+    p, d = cells[0]["baseline"]["time_s"], cells[1]["baseline"]["time_s"]
+    assert p["end_to_end"] == pytest.approx(p["implementation"] + 0.012)       # TTFT: the step + 12 ms
+    assert d["end_to_end"] == pytest.approx(d["implementation"])                # a decode step: no request cost

@@ -42,7 +42,9 @@ def defaults() -> dict[str, float]:
     """The shipped workload defaults' efficiencies and overhead: what an uncalibrated run uses."""
     d = catalog_mod.default_workloads().data["defaults"]
     return {"bandwidth": float(d["efficiency"]["bandwidth"]), "compute": float(d["efficiency"]["compute"]),
-            "overhead_s": units.parse(d["overhead"], "time", allow_zero=True)}
+            "overhead_s": units.parse(d["overhead"], "time", allow_zero=True),
+            "request_overhead_s": units.parse(d.get("request_overhead", 0), "time", allow_zero=True)}
+
 
 REQUIRED = ("model", "hardware", "context")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
@@ -50,6 +52,7 @@ KV = ("bf16", "fp16", "fp8", "int8", "int4")
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
 PARAMETERS = ("bandwidth", "compute", "overhead_s")
 PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
+REQUEST_MAX = 0.05  # the largest per-request fixed cost a fit may report (50 ms: beyond it, queueing)
 _CHUNK_ELEMENTS = 2_000_000
 
 
@@ -60,6 +63,7 @@ class Row:
     spec: dict[str, Any]
     measured_s: float
     counts: np.ndarray     # how many of each step the measured time covers (a generation: 1 prefill, N decodes)
+    requests: float        # requests whose fixed cost the time includes (1 with a prefill, 0 for a decode step)
     flops: np.ndarray      # steps × groups
     bytes: np.ndarray
     peak: float
@@ -176,6 +180,7 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights, "phase": phase,
                      "kv": kv, "compute": compute, "output_tokens": output}, measured_s=measured,
                counts=np.array([c for _, _, c in steps], dtype=float),
+               requests=float(phase != "decode"),
                flops=np.array([[float(np.broadcast_to(cost.flops[k], (n,))[j]) / float(cost.peak_mult[k])
                                 for k in GROUPS] for j in range(n)]),
                bytes=np.array([[float(np.broadcast_to(cost.bytes[k], (n,))[j]) for k in GROUPS] for j in range(n)]),
@@ -217,11 +222,11 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     return measured
 
 
-def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True) -> np.ndarray:
+def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True, request: float = 0.0) -> np.ndarray:
     """Predicted seconds through the cost model's own step_time, the parameters broadcast against the rows
     (rows on the last axis): each row's steps, times their counts, each step paying the overhead and (unless
-    ``comm`` is off: a lower bound) its all-reduces."""
-    total: Any = 0.0
+    ``comm`` is off: a lower bound) its all-reduces, each request its fixed cost once."""
+    total: Any = request * np.array([r.requests for r in rows])
     for j in range(max(len(r.counts) for r in rows)):       # at most 2 steps a row: prefill, decode
         pad = [(r.flops[min(j, len(r.counts) - 1)], r.bytes[min(j, len(r.counts) - 1)],
                 r.counts[j] if j < len(r.counts) else 0.0, r.comm_s[min(j, len(r.counts) - 1)]) for r in rows]
@@ -241,15 +246,16 @@ def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
-def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray],
+         request: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Per grid point: each row's squared log error (grid × rows, float32, in chunks), and the pull toward
     the shipped defaults (among near-equal fits the defaults win: an efficiency no row binds is not
     identifiable)."""
     be, ce, oh = grid
     measured = np.array([r.measured_s for r in group])
     step = max(1, _CHUNK_ELEMENTS // len(group))
-    err = np.concatenate([(np.log(predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step]) / measured) ** 2)
-                          .astype(np.float32) for k in range(0, be.size, step)])
+    err = np.concatenate([(np.log(predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step], request=request)
+                                  / measured) ** 2).astype(np.float32) for k in range(0, be.size, step)])
     d = defaults()
     pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2 + (oh / 1e-3 - d["overhead_s"] / 1e-3)
                    ** 2 / 100)
@@ -270,14 +276,36 @@ def edges(fit: dict[str, float]) -> list[str]:
     return out
 
 
+def _request(group: list[Row], p: dict[str, float]) -> float:
+    """A request's fixed cost: the median of what the rows with a prefill measure beyond the step model, within
+    [0, REQUEST_MAX]; 0 with fewer than two such rows (one row cannot tell it from noise)."""
+    with_prefill = [r for r in group if r.requests]
+    if len(with_prefill) < 2:
+        return 0.0
+    pred = np.ravel(predict(with_prefill, p["bandwidth"], p["compute"], p["overhead_s"]))
+    gap = np.array([r.measured_s for r in with_prefill]) - pred
+    return float(np.clip(np.median(gap), 0.0, REQUEST_MAX))
+
+
+def _grid_fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) \
+        -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """The three grid parameters and the per-request cost, alternated twice (the cost from the prefill rows'
+    residuals, the grid refitted with it); the error matrix and pull of the last fit."""
+    request = 0.0
+    for _ in range(2):
+        err, pull = _fit(group, grid, request)
+        best = int(np.argmin(err.sum(axis=1, dtype=np.float64) / len(group) + pull))
+        p = {"bandwidth": float(grid[0][best]), "compute": float(grid[1][best]), "overhead_s": float(grid[2][best])}
+        request = _request(group, p)
+    return {**p, "request_overhead_s": request}, err, pull
+
+
 def fit(group: list[Row]) -> dict[str, float] | None:
     """The fitted parameters of rows of one hardware, or None with fewer rows than parameters."""
     if len(group) < len(PARAMETERS):
         return None
     be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
-    err, pull = _fit(group, (be, ce, oh))
-    best = int(np.argmin(err.sum(axis=1, dtype=np.float64) / len(group) + pull))
-    return {"bandwidth": float(be[best]), "compute": float(ce[best]), "overhead_s": float(oh[best])}
+    return _grid_fit(group, (be, ce, oh))[0]
 
 
 def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
@@ -303,15 +331,12 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
                                      f"{len(PARAMETERS)} parameters; the defaults stay (add rows)")
             entry["fitted"] = None
         else:
-            err, pull = _fit(group, grid)
-            total = err.sum(axis=1, dtype=np.float64) / len(group) + pull
-            best = int(np.argmin(total))
-            fit = {"bandwidth": float(grid[0][best]), "compute": float(grid[1][best]),
-                   "overhead_s": float(grid[2][best])}
+            fit, err, pull = _grid_fit(group, grid)
             # leave one out: refit on the other rows (their summed error), predict the row left out
             loo_idx = np.argmin((err.sum(axis=1, dtype=np.float64)[:, None] - err) / (len(group) - 1)
                                 + pull[:, None], axis=0)
-            loo_pred = np.array([float(np.ravel(predict([r], grid[0][k], grid[1][k], grid[2][k]))[0])
+            loo_pred = np.array([float(np.ravel(predict([r], grid[0][k], grid[1][k], grid[2][k],
+                                                        request=fit["request_overhead_s"]))[0])
                                  for r, k in zip(group, loo_idx.tolist(), strict=True)])
             loo = _mape(loo_pred, measured)
             n = len(group)
@@ -321,7 +346,8 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
                 spread[name] = float(np.sqrt((n - 1) / n * np.sum((values - values.mean()) ** 2)))
             entry["warnings"] += edges(fit)
             entry["fitted"] = fit
-        after = np.ravel(predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"]))
+        after = np.ravel(predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"],
+                                 request=fit.get("request_overhead_s", 0.0)))
         binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
                       for r in group)
         entry.update({

@@ -257,6 +257,9 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     be = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["bandwidth"])
     ce = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["compute"])
     overhead = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["overhead_s"])
+    # a prefill is one request's first token: it also pays the request's fixed cost (scheduling, set-up)
+    request = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["request_overhead_s"])
+    overhead = overhead + np.where(m.decode, 0.0, request)
     reserve = m.column("reserve_bytes")
 
     base_beff = {g: be for g in GROUPS}

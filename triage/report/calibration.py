@@ -18,7 +18,8 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
     for h in report["hardware"]:
         f = h["parameters"]
         hardware[h["hardware"]] = {"bandwidth": f["bandwidth"], "compute": f["compute"],
-                                   "overhead": f"{f['overhead_s'] * 1e3:g} ms"}
+                                   "overhead": f"{f['overhead_s'] * 1e3:g} ms",
+                                   "request_overhead": f"{f.get('request_overhead_s', 0.0) * 1e3:g} ms"}
         for n, p in enumerate(h["points"]):
             # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
             # a generation row becomes its decode steps at the mean context
@@ -37,7 +38,8 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
     profile = {"description": f"fitted by `triage calibrate {report['source']}`",
                "source": f"{sum(h['rows'] for h in report['hardware'])} measured rows of {report['source']}",
                "default": {"bandwidth": d["bandwidth"], "compute": d["compute"],
-                           "overhead": f"{d['overhead_s'] * 1e3:g} ms"},
+                           "overhead": f"{d['overhead_s'] * 1e3:g} ms",
+                           "request_overhead": f"{d['request_overhead_s'] * 1e3:g} ms"},
                "hardware": hardware}
     header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
               f"# the engine profile {engine!r} (efficiencies and overhead fitted per chip from measured times) and\n"

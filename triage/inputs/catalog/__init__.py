@@ -156,8 +156,9 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
 
     def values(sub: tuple[Any, ...], raw: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {k: float(raw[k]) for k in ("bandwidth", "compute") if k in raw}
-        if "overhead" in raw:
-            out["overhead_s"] = quantity(doc, path + sub + ("overhead",), "time", problems, allow_zero=True)
+        for key in ("overhead", "request_overhead"):
+            if key in raw:
+                out[f"{key}_s"] = quantity(doc, path + sub + (key,), "time", problems, allow_zero=True)
         return out
 
     return Engine(key, values(("default",), entry["default"]),
