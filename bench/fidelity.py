@@ -12,7 +12,8 @@ can state is priced as a calibration row (a decode step, a prefill, or a whole g
 Then, with the calibration (per hardware): in sample; out of source (each engine's rows predicted from a
 fit on the other engines' rows); and half-and-half within an engine (fit on every other row of the engine,
 test on the rest). Printed: the median and maximum absolute error per layer, phase, batch regime and tensor
-parallelism, and the rows where the theoretical layer is not a lower bound.
+parallelism, the rows where the theoretical layer is not a lower bound, and a peer's error on the same rows
+(llm-analysis, when installed).
 """
 
 from __future__ import annotations
@@ -84,6 +85,43 @@ def rows() -> list[dict[str, Any]]:
     return out
 
 
+# a peer on the same rows: llm-analysis (PyPI, `pip install llm-analysis`; not a dependency of triage) under
+# its own default efficiencies, where it knows the model and the chip (its model and GPU configuration names)
+PEER_MODELS = {"llama-2-7b": "NousResearch_Llama-2-7b-hf", "llama-2-70b": "upstage_Llama-2-70b-instruct-v2",
+               "opt-6.7b": "facebook_opt-6.7b", "opt-175b": "facebook_opt-175b"}
+PEER_GPUS = {"a100-80gb": "a100-sxm-80gb", "a100-40gb": "a100-sxm-40gb", "h100-sxm": "h100-sxm-80gb",
+             "h100-pcie": "h100-pcie-80gb", "a10g": "a10g-pcie-24gb", "rtx-a6000": "a6000-48gb",
+             "v100-sxm2-32gb": "v100-sxm-32gb"}
+PEER_DTYPES = {"bf16": "w16a16e16", "fp16": "w16a16e16", "int8": "w8a16e16", "int4": "w4a16e16"}
+
+
+def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
+    """llm-analysis's relative errors on the rows it can state, and triage's shipped-defaults errors on the same
+    rows (None when llm-analysis is not installed)."""
+    try:
+        from llm_analysis.analysis import infer
+    except ImportError:
+        return None
+    theirs, ours = [], []
+    defaults = {**calibrate.defaults(), "overhead_s": 0.0}
+    for r in group:
+        s = r.spec
+        names = (PEER_MODELS.get(s["model"]), PEER_GPUS.get(s["hardware"]), PEER_DTYPES.get(s["weights"]))
+        if None in names or s.get("compute", "bf16") not in ("bf16", "fp16"):
+            continue
+        prompt, output, batch = int(s["context"]), int(s["output_tokens"] or 1), int(s["batch"])
+        try:
+            out = infer(model_name=names[0], gpu_name=names[1], dtype_name=names[2], batch_size_per_gpu=batch,
+                        tp_size=int(s["tp"]), seq_len=prompt, num_tokens_to_generate=output, log_level="ERROR")
+        except (AssertionError, ValueError, ZeroDivisionError):
+            continue                            # the peer refuses the configuration (memory, shapes)
+        predicted = {"decode": out["decode_latency"], "prefill": out["prefill_latency"],
+                     "generation": out["total_latency"]}[s["phase"]]
+        theirs.append(predicted / r.measured_s - 1.0)
+        ours += errors([r], defaults)
+    return theirs, ours
+
+
 def priced() -> tuple[list[calibrate.Row], int]:
     cat = catalog.load()
     out, skipped = [], 0
@@ -144,6 +182,13 @@ def main() -> None:
     for r, e in above[:8]:
         print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
               f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
+
+    compared = peer(group)
+    if compared is None:
+        print("  peer: llm-analysis is not installed (pip install llm-analysis) — no comparison")
+    else:
+        print(summary("peer llm-analysis, the rows it can state", compared[0]))
+        print(summary("triage implementation, the same rows", compared[1]))
 
     print("\nimplementation layer by phase, batch and tp (shipped defaults):")
     for label, key in (("phase", lambda r: r.spec["phase"]), ("batch", regime),
