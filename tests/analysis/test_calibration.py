@@ -148,3 +148,20 @@ def test_short_prompt_ttft_is_read_as_a_per_request_cost(tmp_path):
     short = h["points"][0]                                # the 128-token TTFT: a few ms of it is the request's
     assert short["after_s"] == pytest.approx(short["measured_s"], rel=0.1)
     assert h["error_after"] < 0.1
+
+
+def test_a_calibrated_profiles_uncertainty_is_a_range_in_the_json_and_memo(tmp_path):
+    out = tmp_path / "cal.yaml"
+    assert CliRunner().invoke(main, ["calibrate", str(CLAIMS.parent / "examples" / "measurements" /
+                                                      "gpt-fast-a100.csv"), "-o", str(out)]).exit_code == 0
+    w = tmp_path / "w.yaml"
+    w.write_text("workloads:\n  - {name: w, context: 4096, batch: 1, hardware: a100-80gb, engine: cal.yaml}\n")
+    r = triage.evaluate(CLAIMS / "kv2x.yaml", w)
+    c = r.to_dict()["cells"][0]
+    low, high = c["speedup_range"]["end_to_end"]["low"], c["speedup_range"]["end_to_end"]["high"]
+    # the overhead's standard error (0.64 ms of 0.8 ms) moves the end-to-end gain; the point lies inside
+    assert low < c["speedup"]["end_to_end"] < high
+    from triage.report.memo import render_markdown
+    assert "Ranges in brackets: the calibrated engine profile's values one standard error" in render_markdown(r)
+    plain = triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()["cells"][0]
+    assert "speedup_range" not in plain

@@ -31,6 +31,9 @@ class Evaluation:
     baseline: dict[str, Any] = field(default_factory=dict)    # --baseline paper: the setting keys applied
     current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
     warnings: tuple[dict[str, str], ...] = ()                 # mechanisms that cannot act somewhere (noops)
+    # a calibrated engine profile's uncertainty: the gains with its values one standard error slower and faster
+    # (layer -> (low, high) arrays); empty without one
+    ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.matrix)

@@ -106,6 +106,12 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         m_now, now = load_matrix(opened, cat, model)
         g_now = layers.compute(m_now, claim, now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
+    ranges = {}
+    if any(k.endswith("_se") for b in m.blocks for h in m.hardware for k in b.engine_values(h.key)):
+        sides = (layers.compute(m, claim, models, shift=-1.0), layers.compute(m, claim, models, shift=1.0))
+        for layer in ("implementation", "end_to_end"):
+            a, b = (getattr(x, f"speedup_{layer}") for x in sides)
+            ranges[layer] = (np.fmin(a, b), np.fmax(a, b))
     check = papercheck.check(claim, cat)
     found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
                            [b.domain for b in m.blocks])
@@ -116,4 +122,4 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models) if analyse else None, baseline=overrides,
-                      current_fleet_gain=current, warnings=tuple(found))
+                      current_fleet_gain=current, warnings=tuple(found), ranges=ranges)

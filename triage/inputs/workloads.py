@@ -60,7 +60,10 @@ class Settings:
         if self.engine is None:
             return own
         profile = self.engine.values(hardware)
-        return {k: own[k] if k in self.explicit else profile.get(k, own[k]) for k in own}
+        out = {k: own[k] if k in self.explicit else profile.get(k, own[k]) for k in own}
+        # a calibrated profile's standard errors travel with the values taken from it
+        out.update({f"{k}_se": profile[f"{k}_se"] for k in own if k not in self.explicit and f"{k}_se" in profile})
+        return out
     long_context: bool | None
     share: float | None
     engine: catalog_mod.Engine | None = None      # the serving engine's profile, if named

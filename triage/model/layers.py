@@ -239,7 +239,8 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     return ratio
 
 
-def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True) -> Gaps:
+def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
+            shift: float = 0.0) -> Gaps:
     """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
 
     ``switch_optional=False`` prices an optional feature as always on (the paper check: the paper's number
@@ -254,9 +255,14 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     hw = machine(m)
     capacity = m.column("memory_bytes", "hardware")
     # the workload's own efficiencies and overhead, else its engine profile's for the cell's chip
-    be = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["bandwidth"])
-    ce = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["compute"])
-    overhead = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["overhead_s"])
+    # (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)
+    def value(key: str, sign: float) -> np.ndarray:
+        return m.per_block_hardware(lambda s, h: s.engine_values(h.key)[key]
+                                    + sign * shift * s.engine_values(h.key).get(f"{key}_se", 0.0))
+
+    be = np.clip(value("bandwidth", 1.0), 0.01, 1.0)
+    ce = np.clip(value("compute", 1.0), 0.01, 1.0)
+    overhead = np.maximum(value("overhead_s", -1.0), 0.0)
     # a prefill is one request's first token: it also pays the request's fixed cost (scheduling, set-up)
     request = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["request_overhead_s"])
     overhead = overhead + np.where(m.decode, 0.0, request)

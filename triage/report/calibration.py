@@ -20,6 +20,11 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
         hardware[h["hardware"]] = {"bandwidth": f["bandwidth"], "compute": f["compute"],
                                    "overhead": f"{f['overhead_s'] * 1e3:g} ms",
                                    "request_overhead": f"{f.get('request_overhead_s', 0.0) * 1e3:g} ms"}
+        if h["uncertainty"]:
+            u = h["uncertainty"]
+            hardware[h["hardware"]]["uncertainty"] = {"bandwidth": round(u["bandwidth"], 4),
+                                                      "compute": round(u["compute"], 4),
+                                                      "overhead": f"{u['overhead_s'] * 1e3:.3g} ms"}
         for n, p in enumerate(h["points"]):
             # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
             # a generation row becomes its decode steps at the mean context

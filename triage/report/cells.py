@@ -92,6 +92,9 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         cols.update({f"stack.individual_theoretical.{k}": v for k, v in alone.items()})
         cols["stack.product"] = product
         cols["stack.combined"] = g.speedup_theoretical[idx]
+    for layer, (low, high) in ev.ranges.items():     # a calibrated profile's uncertainty, one standard error
+        cols[f"speedup_range.{layer}.low"] = np.broadcast_to(low, m.batch.shape)[idx]
+        cols[f"speedup_range.{layer}.high"] = np.broadcast_to(high, m.batch.shape)[idx]
     cols["verdict"] = np.asarray(LABELS)[ev.verdicts.code[idx]]
     if ev.analysis is not None:
         cols["marginal"] = marginal(m, g, ev.verdicts.code, ev.analysis.sensitivity)[idx]

@@ -159,6 +159,11 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
         for key in ("overhead", "request_overhead"):
             if key in raw:
                 out[f"{key}_s"] = quantity(doc, path + sub + (key,), "time", problems, allow_zero=True)
+        se = raw.get("uncertainty", {})                 # a calibrated profile's standard errors
+        out.update({f"{k}_se": float(se[k]) for k in ("bandwidth", "compute") if k in se})
+        if "overhead" in se:
+            out["overhead_s_se"] = quantity(doc, path + sub + ("uncertainty", "overhead"), "time", problems,
+                                            allow_zero=True)
         return out
 
     return Engine(key, values(("default",), entry["default"]),
