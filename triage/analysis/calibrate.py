@@ -178,7 +178,8 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     measured = _measured(raw, file, line, batch, context, output, phase)
     n = len(steps)
     return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights, "phase": phase,
-                     "kv": kv, "compute": compute, "output_tokens": output}, measured_s=measured,
+                     "kv": kv, "compute": compute, "attention": attention, "output_tokens": output},
+               measured_s=measured,
                counts=np.array([c for _, _, c in steps], dtype=float),
                requests=float(phase != "decode"),
                flops=np.array([[float(np.broadcast_to(cost.flops[k], (n,))[j]) / float(cost.peak_mult[k])
@@ -354,8 +355,8 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
             "parameters": fit, "uncertainty": spread, "compute_identified": bool(binding),
             "error_before": _mape(before, measured), "error_after": _mape(after, measured),
             "error_leave_one_out": loo,
-            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "compute", "phase", "tp", "batch",
-                                                       "context", "output_tokens", "source")},
+            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "compute", "attention", "phase", "tp",
+                                                       "batch", "context", "output_tokens", "source")},
                         "measured_s": r.measured_s, "before_s": float(before[i]),
                         "after_s": float(after[i])} for i, r in enumerate(group)]})
         report["hardware"].append(entry)

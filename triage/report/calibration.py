@@ -35,7 +35,7 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
                      "phase": phase, "context": context, "batch": int(p["batch"] or 1), "tp": int(p["tp"] or 1),
                      "precision": {"weights": "bf16" if p["weights"] in ("bf16", "fp16") else p["weights"],
                                    "kv": p["kv"] or "bf16", "compute": p["compute"] or "bf16"},
-                     "engine": engine}
+                     "attention": p["attention"] or "fused", "engine": engine}
             if p["phase"] == "generation":
                 entry["output_tokens"] = int(p["output_tokens"])
             entries.append(entry)
@@ -48,7 +48,9 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
                "hardware": hardware}
     header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
               f"# the engine profile {engine!r} (efficiencies and overhead fitted per chip from measured times) and\n"
-              f"# one workload per measured row; other workload files use the profile with engine: <this file>\n")
+              f"# one workload per measured row; other workload files use the profile with engine: <this file>\n"
+              f"# (a row's weight grouping and scale bits are the calibration's; a workload prices int4/int8 weights\n"
+              f"# at 0.5/1 B each, so the rows here re-price quantized rows a few percent faster)\n")
     return header + yaml.safe_dump({"engines": {engine: profile},
                                     "defaults": {"precision": {"weights": "bf16", "kv": "bf16",
                                                                "activations": "bf16", "compute": "bf16"}},
