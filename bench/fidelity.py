@@ -102,7 +102,8 @@ def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
         from llm_analysis.analysis import infer
     except ImportError:
         return None
-    theirs, ours = [], []
+    theirs: list[float] = []
+    stated: list[calibrate.Row] = []
     defaults = {**calibrate.defaults(), "overhead_s": 0.0}
     for r in group:
         s = r.spec
@@ -118,8 +119,8 @@ def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
         predicted = {"decode": out["decode_latency"], "prefill": out["prefill_latency"],
                      "generation": out["total_latency"]}[s["phase"]]
         theirs.append(predicted / r.measured_s - 1.0)
-        ours += errors([r], defaults)
-    return theirs, ours
+        stated.append(r)
+    return theirs, errors(stated, defaults) if stated else []
 
 
 def priced() -> tuple[list[calibrate.Row], int]:
@@ -140,6 +141,15 @@ def errors(group: list[calibrate.Row], params: dict[str, float], comm: bool = Tr
     pred = calibrate.predict(group, params["bandwidth"], params["compute"], params["overhead_s"], comm=comm,
                              request=params.get("request_overhead_s", 0.0)).ravel()
     return [float(p / r.measured_s - 1.0) for p, r in zip(pred, group, strict=True)]
+
+
+def errors_by_hardware(group: list[calibrate.Row], params: dict[str, dict[str, float]]) -> list[float]:
+    """Relative errors, each row at its chip's parameters (the defaults for a chip without), one vectorized
+    prediction per chip."""
+    by_hw: dict[str, list[calibrate.Row]] = defaultdict(list)
+    for r in group:
+        by_hw[r.spec["hardware"]].append(r)
+    return [e for hw, rows in by_hw.items() for e in errors(rows, params.get(hw, calibrate.defaults()))]
 
 
 def fitted(train: list[calibrate.Row]) -> dict[str, dict[str, float]]:
@@ -197,26 +207,29 @@ def main() -> None:
             print(summary(f"{label}: {value}", [e for r, e in zip(group, impl, strict=True) if key(r) == value]))
 
     profiles = catalog.load().engines
-    shipped = [x for r in group for x in errors([r], profiles[r.spec["engine"]].values(r.spec["hardware"])
-                                                  if r.spec["engine"] in profiles else calibrate.defaults())]
+    by_profile: dict[tuple[str, str], list[calibrate.Row]] = defaultdict(list)
+    for r in group:
+        by_profile[(r.spec["engine"], r.spec["hardware"])].append(r)
+    shipped = [e for (engine, hw), rows in by_profile.items()
+               for e in errors(rows, profiles[engine].values(hw) if engine in profiles else calibrate.defaults())]
     print(summary("end-to-end, the shipped engine profiles (in sample)", shipped))
 
     print("\ncalibrated per hardware:")
     params = fitted(group)
-    print(summary("in sample", [e for r in group for e in errors([r], params[r.spec["hardware"]])]))
+    print(summary("in sample", errors_by_hardware(group, params)))
     held: list[float] = []
     halves: list[float] = []
     for engine in engines:
         train = [r for r in group if r.spec["engine"] != engine]
         test = [r for r in group if r.spec["engine"] == engine]
         p = fitted(train)
-        e = [x for r in test for x in errors([r], p.get(r.spec["hardware"], calibrate.defaults()))]
+        e = errors_by_hardware(test, p)
         held += e
         print(summary(f"out of source: {engine} held out", e))
         a, b = test[::2], test[1::2]
         if len(a) >= 3 and b:
             pa = fitted(a)
-            halves += [x for r in b for x in errors([r], pa.get(r.spec["hardware"], calibrate.defaults()))]
+            halves += errors_by_hardware(b, pa)
     print(summary("out of source, all engines held out in turn", held))
     print(summary("half of each engine's rows -> the other half", halves))
 

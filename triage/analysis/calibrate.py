@@ -48,7 +48,7 @@ def defaults() -> dict[str, float]:
 
 REQUIRED = ("model", "hardware", "context")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
-KV = ("bf16", "fp16", "fp8", "int8", "int4")
+KV = WEIGHTS                                           # the same storage formats
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
 PARAMETERS = ("bandwidth", "compute", "overhead_s")
 PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
@@ -223,10 +223,12 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     return measured
 
 
-def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True, request: float = 0.0) -> np.ndarray:
+def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True, request: float = 0.0,
+            aligned: bool = False) -> np.ndarray:
     """Predicted seconds through the cost model's own step_time, the parameters broadcast against the rows
-    (rows on the last axis): each row's steps, times their counts, each step paying the overhead and (unless
-    ``comm`` is off: a lower bound) its all-reduces, each request its fixed cost once."""
+    (rows on the last axis; ``aligned``: one parameter set per row instead): each row's steps, times their
+    counts, each step paying the overhead and (unless ``comm`` is off: a lower bound) its all-reduces, each
+    request its fixed cost once."""
     total: Any = request * np.array([r.requests for r in rows])
     for j in range(max(len(r.counts) for r in rows)):       # at most 2 steps a row: prefill, decode
         pad = [(r.flops[min(j, len(r.counts) - 1)], r.bytes[min(j, len(r.counts) - 1)],
@@ -236,7 +238,8 @@ def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True,
         counts = np.array([p[2] for p in pad])
         cost = StepCost(flops={g: flops[:, k] for k, g in enumerate(GROUPS)},
                         bytes={g: nbytes[:, k] for k, g in enumerate(GROUPS)})
-        b, c, o = (np.asarray(v, dtype=float)[..., None] for v in (be, ce, overhead))
+        b, c, o = (np.asarray(v, dtype=float) if aligned else np.asarray(v, dtype=float)[..., None]
+                   for v in (be, ce, overhead))
         t = step_time(cost, np.array([r.peak for r in rows]), np.array([r.bandwidth for r in rows]),
                       {g: c for g in GROUPS}, {g: b for g in GROUPS})
         total = total + counts * (t + (np.array([p[3] for p in pad]) if comm else 0.0) + o)
@@ -336,9 +339,8 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
             # leave one out: refit on the other rows (their summed error), predict the row left out
             loo_idx = np.argmin((err.sum(axis=1, dtype=np.float64)[:, None] - err) / (len(group) - 1)
                                 + pull[:, None], axis=0)
-            loo_pred = np.array([float(np.ravel(predict([r], grid[0][k], grid[1][k], grid[2][k],
-                                                        request=fit["request_overhead_s"]))[0])
-                                 for r, k in zip(group, loo_idx.tolist(), strict=True)])
+            loo_pred = predict(group, grid[0][loo_idx], grid[1][loo_idx], grid[2][loo_idx],
+                               request=fit["request_overhead_s"], aligned=True)
             loo = _mape(loo_pred, measured)
             n = len(group)
             spread = {}

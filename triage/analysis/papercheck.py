@@ -29,7 +29,7 @@ from ..inputs.hfconfig import is_config_path
 from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, matrix
-from ..model.roofline import group_times, step_cost, step_time
+from ..model.roofline import GROUPS, group_times, step_cost, step_time
 from . import noops
 
 # setting keys the check prices as workload keys (beside model, hardware, phase, batch, context)
@@ -106,7 +106,7 @@ class _Priced:
     """The grid priced once: equal-batch ratio, both sides' fit, the offload time added to each step."""
 
     def __init__(self, claim: Claim, grid: matrix.Matrix, g: layers.Gaps, base: layers.Variant,
-                 setting: dict[str, Any], metric: str) -> None:
+                 setting: dict[str, Any], metric: str, models: tuple[Model, ...]) -> None:
         offload = setting.get("offload")
         # seconds a step spends streaming offloaded weights over the host link, each side its own weights
         self.extra: tuple[Any, Any] = (0.0, 0.0)
@@ -139,7 +139,7 @@ class _Priced:
                                      / g.base.time_implementation)
         self.g, self.base, self.grid = g, base, grid
         self.mems = (base_mem, claim_mem)
-        self.models: tuple[Model, ...] = grid.models
+        self.models = models                      # the paper's models, method's and baseline's
 
     def capacity_bound(self, i: int) -> tuple[float | None, tuple[int, int] | None]:
         """Throughput with each side at its largest batch that fits, claim ÷ baseline (None if either fits no
@@ -160,7 +160,7 @@ class _Priced:
     def scope_ratio(self, groups: tuple[str, ...]) -> np.ndarray:
         """The bound of a number that times only ``groups`` (a kernel, the attention operator)."""
         hw = layers.machine(self.grid)
-        ones = {g: 1.0 for g in ("linear", "attention", "lm_head", "other")}
+        ones = {g: 1.0 for g in GROUPS}
         times = []
         for cost in (self.base.cost, self.g.claim.cost):
             t = group_times(cost, hw.peak, hw.bandwidth, ones, ones, hw.vector_peak)
@@ -174,16 +174,13 @@ def _price(claim: Claim, catalog: Catalog, setting: dict[str, Any], cells: list[
     grid = matrix.build(resolved)
     models = {**resolved.catalog.models, **claim.models}
     g = layers.compute(grid, claim, models, switch_optional=False)
-    base = g.base
-    if "baseline_model" in setting:       # the paper's baseline ran another model (MHA vs MLA)
-        other = workloads.load({"defaults": {**defaults, "model": setting["baseline_model"]}, "workloads": cells},
-                               catalog)
-        other_grid = matrix.build(other)
-        base = layers.compute(other_grid, claim, models, switch_optional=False).base
-        priced = _Priced(claim, grid, g, base, setting, metric)
-        priced.models += other_grid.models
-        return priced
-    return _Priced(claim, grid, g, base, setting, metric)
+    if "baseline_model" not in setting:
+        return _Priced(claim, grid, g, g.base, setting, metric, grid.models)
+    # the paper's baseline ran another model (MHA vs MLA)
+    other = matrix.build(workloads.load({"defaults": {**defaults, "model": setting["baseline_model"]},
+                                         "workloads": cells}, catalog))
+    base = layers.compute(other, claim, models, switch_optional=False).base
+    return _Priced(claim, grid, g, base, setting, metric, grid.models + other.models)
 
 
 def _catalog_for(catalog: Catalog, hardware: str, pipeline: int) -> Catalog:
@@ -310,7 +307,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     if not out["baseline_fits"]:
         weights, room = float(p.mems[0].weights[best]), float(p.g.capacity[best])
         if weights >= room:
-            gpus = int(np.ceil(weights * chosen.get("tp", 1) * chosen.get("pipeline", 1) / (room / 1.0)))
+            gpus = int(np.ceil(weights * chosen.get("tp", 1) * chosen.get("pipeline", 1) / room))
             out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: its weights alone "
                            f"need {gpus} GPUs of this kind (claim.setting.tp or pipeline) or offloading "
                            f"(claim.setting.offload); the bound assumes it ran")

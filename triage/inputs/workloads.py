@@ -120,10 +120,20 @@ def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _engine(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_mod.Catalog,
-            problems: list[Problem]) -> catalog_mod.Engine | None:
-    """An engine named in the catalog, or a path to a YAML file holding one profile under engines:."""
+            problems: list[Problem], files: dict[str, catalog_mod.Engine | None]) -> catalog_mod.Engine | None:
+    """An engine named in the catalog, or a path to a YAML file holding one profile under engines: (each file
+    read once per workload file, however many workloads name it: ``files``)."""
     if name in cat.engines:
         return cat.engines[name]
+    if name in files:
+        return files[name]
+    files[name] = _engine_file(name, doc, where, cat, problems)
+    return files[name]
+
+
+def _engine_file(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_mod.Catalog,
+                 problems: list[Problem]) -> catalog_mod.Engine | None:
+    """The one profile of a YAML file, or a problem (the name is neither a profile nor such a file)."""
     if name.endswith((".yaml", ".yml")):
         path = Path(name) if Path(name).is_absolute() else _base_dir(doc) / name
         try:
@@ -280,6 +290,7 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
     override = {**({"model": (model,)} if model is not None else {}), **(baseline or {})}
 
     blocks: list[tuple[Block, tuple[Any, ...]]] = []
+    engine_files: dict[str, catalog_mod.Engine | None] = {}
     for i, entry in enumerate(doc.data.get("workloads", [])):
         layer = _parse_settings(doc, ("workloads", i), problems)
         merged = _merge(defaults, layer, override)
@@ -292,7 +303,7 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
                 "a prefill workload's request is its prompt: output_tokens does not apply (give it to a decode "
                 "workload)")))
         engine = _engine(merged["engine"], doc, ("workloads", i, "engine") if "engine" in layer else
-                         ("defaults", "engine"), cat, problems) if merged.get("engine") else None
+                         ("defaults", "engine"), cat, problems, engine_files) if merged.get("engine") else None
         explicit = _explicit(layer, user_defaults, override, "engine" in layer)
         blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""), engine, explicit)),
                        ("workloads", i)))
@@ -312,8 +323,8 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         gname = grid.get("name", "grid")
         if gname in names:
             problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
-        engine = _engine(merged["engine"], doc, ("defaults", "engine"), cat, problems) if merged.get("engine") \
-            else None
+        engine = _engine(merged["engine"], doc, ("defaults", "engine"), cat, problems, engine_files) \
+            if merged.get("engine") else None
         explicit = _explicit({}, user_defaults, override, False)
         for phase in phases:
             share = grid.get("share", 0.0) / len(phases)          # the grid's share, split over its phases

@@ -256,15 +256,19 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     capacity = m.column("memory_bytes", "hardware")
     # the workload's own efficiencies and overhead, else its engine profile's for the cell's chip
     # (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)
+    values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
+
     def value(key: str, sign: float) -> np.ndarray:
-        return m.per_block_hardware(lambda s, h: s.engine_values(h.key)[key]
-                                    + sign * shift * s.engine_values(h.key).get(f"{key}_se", 0.0))
+        def one(s: Any, h: Any) -> float:
+            v = values[(id(s), h.key)]
+            return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
+        return m.per_block_hardware(one)
 
     be = np.clip(value("bandwidth", 1.0), 0.01, 1.0)
     ce = np.clip(value("compute", 1.0), 0.01, 1.0)
     overhead = np.maximum(value("overhead_s", -1.0), 0.0)
     # a prefill is one request's first token: it also pays the request's fixed cost (scheduling, set-up)
-    request = m.per_block_hardware(lambda s, h: s.engine_values(h.key)["request_overhead_s"])
+    request = value("request_overhead_s", 0.0)
     overhead = overhead + np.where(m.decode, 0.0, request)
     reserve = m.column("reserve_bytes")
 

@@ -147,6 +147,11 @@ class StepCost:
     total_flops: np.ndarray = field(init=False)
     total_bytes: np.ndarray = field(init=False)
 
+    def take(self, idx: np.ndarray) -> StepCost:
+        """The cost of a subset of cells."""
+        return StepCost(*({g: at(part[g], idx) for g in GROUPS}
+                          for part in (self.flops, self.bytes, self.vector_ops, self.peak_mult)))
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "total_flops", np.asarray(sum(self.flops[g] for g in GROUPS), dtype=float))
         object.__setattr__(self, "total_bytes", np.asarray(sum(self.bytes[g] for g in GROUPS), dtype=float))

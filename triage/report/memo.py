@@ -66,10 +66,12 @@ def figure_data(result: Result) -> dict[str, str]:
     n = min(len(m), LIMITS.figure_points)
     names = m.labels("blocks")[:n]
     b, c = g.base, g.claim
-    hw_cols = layers.machine(m)
+    shown = np.arange(n)                                  # only the plotted cells, not the whole matrix
+    hw_cols = layers.machine(m).take(shown)
     # a roofline plots a step at full efficiency (for speculation: the verification step, not time per token)
-    base_step = step_time(b.cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
-    claim_step = step_time(c.cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
+    base_cost, claim_cost = b.cost.take(shown), c.cost.take(shown)
+    base_step = step_time(base_cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
+    claim_step = step_time(claim_cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
     claim_dtype = ev.claim.change.get("compute_dtype")
     points, roofs = [], {}
     for i in range(n):
