@@ -5,13 +5,15 @@ Run with:  .venv/bin/python bench/fidelity.py          (not part of the test sui
 Every corpus row whose model and hardware are in the catalog and whose formats and metric the calibration
 can state is priced as a calibration row (a decode step, a prefill, or a whole generation), then predicted:
 
-- theoretical: full efficiency, no overhead, no communication — a lower bound on every measured row;
+- theoretical: full efficiency, no fixed costs, no communication — a lower bound on every measured row;
 - implementation: the shipped default efficiencies (and all-reduces);
-- end-to-end: the same plus the shipped default per-step overhead.
+- end-to-end: the same plus the shipped default fixed costs.
 
 Then, with the calibration (per hardware): in sample; out of source (each engine's rows predicted from a
-fit on the other engines' rows); and half-and-half within an engine (fit on every other row of the engine,
-test on the rest). Printed: the median and maximum absolute error per layer, phase, batch regime and tensor
+fit on the other engines' rows, each engine weighing as much as another); and half-and-half within an
+engine (fit on every other row of the engine, test on the rest). A multi-GPU row is a tensor-parallel
+group unless its engine splits by layers (stages in sequence) or by rows (left out: see LAYER_SPLIT).
+Printed: the median and maximum absolute error per layer, phase, batch regime and tensor
 parallelism, the rows where the theoretical layer is not a lower bound, and a peer's error on the same rows
 (llm-analysis, when installed).
 """
@@ -24,6 +26,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -54,8 +58,19 @@ def _model(r: dict[str, str]) -> str:
     return next((m for key, m in SAME_SHAPE if key in name), "")
 
 
-def rows() -> list[dict[str, Any]]:
-    """The corpus rows the calibration can state, as calibration rows (plus their engine and source)."""
+# how an engine spreads a model over several GPUs when the row does not say: ExLlamaV2 fills one GPU's
+# allocation with modules in order, then the next ("Advance current_idx until module fits in allocation",
+# turboderp/exllamav2 exllamav2/model.py `set_device_map`, commit 00ab0084): a layer split, the stages in
+# sequence. llama.cpp before ggml-org/llama.cpp#4606 (merged January 2024; the llm-perf-bench rows pin commit
+# 9476b01 of 2023-10-02) split each weight matrix by rows and gathered every product on the main GPU: neither
+# tensor parallelism nor a pipeline, so those rows are left out (counted as such).
+LAYER_SPLIT = {"exllamav2"}
+ROW_SPLIT = {"llama.cpp"}
+
+
+def rows(left_out: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """The corpus rows the calibration can state, as calibration rows (plus their engine and source); the rows
+    left out for a split the model does not price are counted in ``left_out``."""
     cat = catalog.load()
     out = []
     for f in sorted(DATA.glob("*.csv")):
@@ -75,10 +90,17 @@ def rows() -> list[dict[str, Any]]:
             notes = r["notes"].lower()
             if not r["batch"] or "request rate" in notes or "queueing" in notes:
                 continue                  # a batch the source does not state, or a serving number (queueing)
+            gpus = int(r["gpus"] or 1)
+            if gpus > 1 and r["engine"] in ROW_SPLIT:
+                if left_out is not None:
+                    left_out["llama.cpp row split (a gather to the main GPU after every product)"] += 1
+                continue
+            layer_split = gpus > 1 and r["engine"] in LAYER_SPLIT
             # a decode row's context: the prompt plus half the output, the mean over its steps
             context = prompt + output // 2 if r["phase"] == "decode" else prompt
             out.append({"model": model, "hardware": r["hardware"], "phase": r["phase"],
-                        "context": str(max(context, 1)), "batch": r["batch"] or "1", "tp": r["gpus"] or "1",
+                        "context": str(max(context, 1)), "batch": r["batch"] or "1",
+                        "tp": "1" if layer_split else str(gpus), "pipeline": str(gpus) if layer_split else "1",
                         "weights": weights, "kv": kv, "compute": COMPUTE.get(r["compute"] or "bf16", "bf16"),
                         "output_tokens": str(output) if output else "",
                         key: r["value"], "source": f"{f.name}", "engine": r["engine"]})
@@ -104,7 +126,7 @@ def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
         return None
     theirs: list[float] = []
     stated: list[calibrate.Row] = []
-    defaults = {**calibrate.defaults(), "overhead_s": 0.0}
+    defaults = {k: calibrate.defaults()[k] for k in ("bandwidth", "compute")}
     for r in group:
         s = r.spec
         names = (PEER_MODELS.get(s["model"]), PEER_GPUS.get(s["hardware"]), PEER_DTYPES.get(s["weights"]))
@@ -123,23 +145,24 @@ def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
     return theirs, errors(stated, defaults) if stated else []
 
 
-def priced() -> tuple[list[calibrate.Row], int]:
+def priced() -> tuple[list[calibrate.Row], dict[str, int]]:
+    """The statable rows priced, and the rows left out by reason."""
     cat = catalog.load()
-    out, skipped = [], 0
-    for n, raw in enumerate(rows()):
+    out = []
+    left_out: dict[str, int] = defaultdict(int)
+    for n, raw in enumerate(rows(left_out)):
         try:
             row = calibrate.price({k: v for k, v in raw.items() if k != "engine"}, raw["source"], n, cat)
         except UserError:
-            skipped += 1                              # e.g. the configuration does not fit the stated GPUs
+            left_out["the configuration does not fit the stated GPUs"] += 1
             continue
         row.spec["engine"] = raw["engine"]
         out.append(row)
-    return out, skipped
+    return out, left_out
 
 
 def errors(group: list[calibrate.Row], params: dict[str, float], comm: bool = True) -> list[float]:
-    pred = calibrate.predict(group, params["bandwidth"], params["compute"], params["overhead_s"], comm=comm,
-                             request=params.get("request_overhead_s", 0.0)).ravel()
+    pred = calibrate.predict(group, params, comm=comm)
     return [float(p / r.measured_s - 1.0) for p, r in zip(pred, group, strict=True)]
 
 
@@ -152,12 +175,18 @@ def errors_by_hardware(group: list[calibrate.Row], params: dict[str, dict[str, f
     return [e for hw, rows in by_hw.items() for e in errors(rows, params.get(hw, calibrate.defaults()))]
 
 
-def fitted(train: list[calibrate.Row]) -> dict[str, dict[str, float]]:
-    """Parameters per hardware fitted on ``train`` (the defaults where too few rows)."""
+def fitted(train: list[calibrate.Row], balance: bool = False) -> dict[str, dict[str, float]]:
+    """Parameters per hardware fitted on ``train`` (the defaults where too few rows); ``balance``: each engine's
+    rows weigh as much as another's together (one source's hundred rows do not outvote another's ten)."""
     by_hw: dict[str, list[calibrate.Row]] = defaultdict(list)
     for r in train:
         by_hw[r.spec["hardware"]].append(r)
-    return {hw: calibrate.fit(g) or calibrate.defaults() for hw, g in by_hw.items()}
+    out = {}
+    for hw, g in by_hw.items():
+        count = {e: sum(r.spec["engine"] == e for r in g) for e in {r.spec["engine"] for r in g}}
+        weights = np.array([1.0 / count[r.spec["engine"]] for r in g]) if balance else None
+        out[hw] = calibrate.fit(g, weights) or calibrate.defaults()
+    return out
 
 
 def summary(name: str, errs: list[float]) -> str:
@@ -175,14 +204,14 @@ def regime(r: calibrate.Row) -> str:
 
 
 def main() -> None:
-    group, skipped = priced()
-    print(f"corpus rows the model can state: {len(group)} (of {sum(1 for _ in DATA.glob('*.csv'))} files; "
-          f"{skipped} left out: the configuration does not fit or is outside the model)")
+    group, left_out = priced()
+    print(f"corpus rows the model can state: {len(group)} (of {sum(1 for _ in DATA.glob('*.csv'))} files; left out: "
+          + "; ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")")
     engines = sorted({r.spec["engine"] for r in group})
     print("engines:", ", ".join(f"{e} {sum(r.spec['engine'] == e for r in group)}" for e in engines))
-    ones = {"bandwidth": 1.0, "compute": 1.0, "overhead_s": 0.0}
+    ones = {"bandwidth": 1.0, "compute": 1.0}
     theo = errors(group, ones, comm=False)
-    impl = errors(group, {**calibrate.defaults(), "overhead_s": 0.0})
+    impl = errors(group, {"bandwidth": calibrate.defaults()["bandwidth"], "compute": calibrate.defaults()["compute"]})
     e2e = errors(group, calibrate.defaults())
     print("\nlayers, shipped defaults:")
     for name, errs in (("theoretical", theo), ("implementation", impl), ("end-to-end", e2e)):
@@ -222,7 +251,7 @@ def main() -> None:
     for engine in engines:
         train = [r for r in group if r.spec["engine"] != engine]
         test = [r for r in group if r.spec["engine"] == engine]
-        p = fitted(train)
+        p = fitted(train, balance=True)
         e = errors_by_hardware(test, p)
         held += e
         print(summary(f"out of source: {engine} held out", e))

@@ -25,12 +25,17 @@ from bench import fidelity  # noqa: E402
 OUT = ROOT / "triage" / "inputs" / "catalog" / "engines.yaml"
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "gpt-fast", "hf-transformers", "lmdeploy", "exllamav2",
            "mlc-llm")
-NEEDED = len(calibrate.PARAMETERS)
+NEEDED = 3                      # rows a fit needs: the two efficiencies and the per-step overhead
 
 
 def _values(p: dict[str, float]) -> str:
-    return (f"{{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}, overhead: {p['overhead_s'] * 1e3:g} ms, "
-            f"request_overhead: {p.get('request_overhead_s', 0.0) * 1e3:.3g} ms}}")
+    costs = ", ".join(f"{k[:-2]}: {p.get(k, 0.0) * 1e3:.3g} ms" for k in calibrate.LINEAR)
+    return f"{{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}, {costs}}}"
+
+
+def _pinned(f: calibrate.Fitted) -> list[str]:
+    """The short form of the fit's warnings: what sits on a bound."""
+    return [e.split(" is ")[0] for e in calibrate.edges(f)]
 
 
 def _half(rows: list[calibrate.Row]) -> str:
@@ -48,14 +53,15 @@ def main() -> None:
     by_engine: dict[str, list[calibrate.Row]] = defaultdict(list)
     for r in group:
         by_engine[r.spec["engine"]].append(r)
-    lines = ["# Engine profiles: achieved bandwidth and compute efficiency (shares of the dense peaks) and per-step",
-             "# overhead, by default and per chip, fitted by bench/fit_profiles.py from data/measurements/ (the rows",
-             "# bench/fidelity.py can state). Regenerate with that script after the corpus changes; review the diff.",
-             "# A workload names one with `engine:`; its own efficiency/overhead keys still win.", ""]
+    lines = ["# Engine profiles: achieved bandwidth and compute efficiency (shares of the dense peaks) and the fixed",
+             "# costs (per step, per layer of a step, per request), by default and per chip, fitted by",
+             "# bench/fit_profiles.py from data/measurements/ (the rows bench/fidelity.py can state). Regenerate with",
+             "# that script after the corpus changes; review the diff. A workload names one with `engine:`; its own",
+             "# efficiency/overhead keys still win.", ""]
     defaults = calibrate.defaults()
     for engine in ENGINES:
         rows = by_engine.get(engine, [])
-        fit = calibrate.fit(rows)
+        fit = calibrate.solve(rows) if len(rows) >= NEEDED else None
         lines.append(f"{engine}:")
         if fit is None:
             lines.append(f"  default: {_values(defaults)}")
@@ -63,22 +69,20 @@ def main() -> None:
                          f'parameters: the shipped defaults"')
             lines.append("")
             continue
-        lines.append(f"  default: {_values(fit)}")
+        lines.append(f"  default: {_values(fit.params)}")
         chips = defaultdict(list)
         for r in rows:
             chips[r.spec["hardware"]].append(r)
-        fitted = {hw: calibrate.fit(rs) for hw, rs in sorted(chips.items())}
-        shown = {hw: p for hw, p in fitted.items() if p is not None}
+        shown = {hw: calibrate.solve(rs) for hw, rs in sorted(chips.items()) if len(rs) >= NEEDED}
         if shown:
             lines.append("  hardware:")
             for hw, p in shown.items():
-                pinned = [e.split(" is the ")[0] for e in calibrate.edges(p)]
-                note = f"    # {len(chips[hw])} rows; at the fit's edge: {', '.join(pinned)}" if pinned else \
-                    f"    # {len(chips[hw])} rows"
-                lines += [note, f"    {hw}: {_values(p)}"]
+                note = f"    # {len(chips[hw])} rows; fitted: {', '.join(k[:-2] for k in p.free) or 'efficiencies'}"
+                note += f"; on a bound: {', '.join(_pinned(p))}" if _pinned(p) else ""
+                lines += [note, f"    {hw}: {_values(p.params)}"]
         files = sorted({r.spec["source"] for r in rows})
-        edges = "; at the fit's edge (the model lacks a term these rows need): " + ", ".join(
-            e.split(" is the ")[0] for e in calibrate.edges(fit)) if calibrate.edges(fit) else ""
+        edges = "; on a bound (the model lacks a term these rows need): " + ", ".join(_pinned(fit)) \
+            if _pinned(fit) else ""
         lines.append(f'  source: "fitted on {len(rows)} rows of data/measurements/ ({", ".join(files)}); '
                      f'{_half(rows)}{edges}"')
         lines.append("")

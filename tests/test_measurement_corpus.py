@@ -55,8 +55,9 @@ def test_the_theoretical_layer_is_a_lower_bound_on_every_row_it_can_state():
     from bench import fidelity
 
     rows, _ = fidelity.priced()
-    assert len(rows) > 200 and any(int(r.spec["tp"]) > 1 for r in rows)
-    ratios = fidelity.errors(rows, {"bandwidth": 1.0, "compute": 1.0, "overhead_s": 0.0}, comm=False)
+    assert len(rows) > 190 and any(int(r.spec["tp"]) > 1 for r in rows)
+    assert any(r.spec["pipeline"] > 1 for r in rows)           # ExLlamaV2's layer split over two to eight GPUs
+    ratios = fidelity.errors(rows, {"bandwidth": 1.0, "compute": 1.0}, comm=False)
     faster = [(r.spec["source"], r.spec["model"], r.spec["hardware"], e) for r, e in zip(rows, ratios, strict=True)
               if e > 1e-9]
     assert faster == []

@@ -26,16 +26,18 @@ def test_a_named_engine_sets_efficiency_and_overhead_for_the_chip():
     fast = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast"}]}
     plain, engine = cell(base), cell(fast)
     # the decode step is bandwidth-bound: the roofline time over the profile's bandwidth efficiency, plus its
-    # per-step overhead (the shipped default is 0.85 and 0 s)
+    # per-step overhead and the launch cost of Llama 2 7B's 32 layers (the shipped defaults are 0.85, 0 s, 0 s)
     theo = plain["theoretical"]
     assert engine["theoretical"] == theo
-    assert engine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / p["bandwidth"] + p["overhead_s"],
-                                                 rel=0.02)
+    assert p["layer_overhead_s"] > 0
+    assert engine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / p["bandwidth"] + p["overhead_s"]
+                                                 + 32 * p["layer_overhead_s"], rel=0.02)
 
 
 def test_the_workloads_own_efficiency_and_overhead_win_over_the_profile():
     own = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast",
-                          "efficiency": {"bandwidth": 0.85, "compute": 0.7}, "overhead": "0 ms"}]}
+                          "efficiency": {"bandwidth": 0.85, "compute": 0.7}, "overhead": "0 ms",
+                          "layer_overhead": "0 ms"}]}
     plain = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]}
     assert cell(own) == cell(plain)
 
@@ -59,7 +61,8 @@ def test_a_partial_efficiency_keeps_the_profiles_other_value():
     from conftest import load_workloads
     values = load_workloads(w).blocks[0].engine_values("a100-80gb")
     assert values == {"bandwidth": 0.9, "compute": p["compute"], "overhead_s": p["overhead_s"],
-                      "request_overhead_s": p.get("request_overhead_s", 0.0)}
+                      "request_overhead_s": p.get("request_overhead_s", 0.0),
+                      "layer_overhead_s": p.get("layer_overhead_s", 0.0)}
 
 
 def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
@@ -70,3 +73,20 @@ def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
     p, d = cells[0]["baseline"]["time_s"], cells[1]["baseline"]["time_s"]
     assert p["end_to_end"] == pytest.approx(p["implementation"] + 0.012)       # TTFT: the step + 12 ms
     assert d["end_to_end"] == pytest.approx(d["implementation"])                # a decode step: no request cost
+
+
+def test_each_fixed_cost_is_its_own_term_of_the_json_breakdown():
+    # by hand: Llama 2 7B has 32 layers: 32 x 0.05 ms = 1.6 ms of launches a step, plus 1 ms a step; a prefill also
+    # pays the request's 5 ms. Kernels plus communication are the implementation layer; the fixed costs make up the
+    # rest of the end-to-end time.
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb", "overhead": "1 ms", "layer_overhead": "0.05 ms",
+                      "request_overhead": "5 ms"},
+         "workloads": [{"name": "d", "phase": "decode", "context": 1024, "batch": 1},
+                       {"name": "p", "phase": "prefill", "context": 1024, "batch": 1}]}
+    decode, prefill = triage.evaluate(KV, w).to_dict()["cells"]
+    for c, request in ((decode, 0.0), (prefill, 0.005)):
+        terms, t = c["baseline"]["step_terms_s"], c["baseline"]["time_s"]
+        assert terms["launch"] == pytest.approx(0.0016) and terms["step"] == pytest.approx(0.001)
+        assert terms["request"] == pytest.approx(request)
+        assert terms["kernels"] + terms["communication"] == pytest.approx(t["implementation"])
+        assert t["end_to_end"] == pytest.approx(t["implementation"] + 0.0026 + request)

@@ -1,19 +1,26 @@
-"""`triage calibrate`: fit achieved bandwidth efficiency, compute efficiency and per-step overhead per
+"""`triage calibrate`: fit an engine's achieved bandwidth and compute efficiency and its fixed costs per
 hardware from measured times (the report and the workload file that uses them are report/calibration.py).
 
 A row is a decode step, a prefill, or a whole generation (a prefill of the prompt and output_tokens decode
-steps at the mean context), each priced by the cost model once (FLOPs and bytes per operator group); the
-fit is a grid search over (bandwidth efficiency, compute efficiency, overhead) minimizing the squared log
-error of t = Σ_steps [Σ_g max(F_g/(peak·ce), B_g/(BW·be)) + all-reduces + overhead], vectorized over the
-grid and the rows together, with a light pull toward the shipped defaults. It refuses fewer rows than
-parameters, says when a parameter sits on the grid's edge, and reports the leave-one-out error and each
-parameter's jackknife spread.
+steps at the mean context), each priced by the cost model once (FLOPs and bytes per operator group). The
+predicted time is
+
+    t = Σ_steps [Σ_g max(F_g/(peak·ce), B_g/(BW·be)) + all-reduces + o_step + L·o_layer] + o_request
+
+with L the model's layers (o_layer: the kernel launches of a layer, what CUDA graphs remove) and o_request paid
+once a request (scheduling, sampling set-up; at its prefill). The efficiencies are a grid; at each grid point
+the three fixed costs, linear in t, are solved in closed form (non-negative least squares on the relative
+error, a light pull toward the shipped defaults); the grid point with the least squared log error wins. A
+fixed cost the rows cannot tell apart from the others (one layer count, no prefill) is not fitted. It refuses
+fewer rows than parameters, says when an efficiency sits on the grid's edge or the rows ask for a negative
+cost, and reports the exact leave-one-out error and each parameter's jackknife spread.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 from dataclasses import dataclass
 from functools import cache
@@ -34,7 +41,8 @@ from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
 COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
-OVERHEAD = np.round(np.arange(0.0, 10.0001, 0.1), 1) * 1e-3
+# the fixed costs, linear in the time: per step, per layer of a step, per request
+LINEAR = ("overhead_s", "layer_overhead_s", "request_overhead_s")
 
 
 @cache
@@ -42,17 +50,18 @@ def defaults() -> dict[str, float]:
     """The shipped workload defaults' efficiencies and overhead: what an uncalibrated run uses."""
     d = catalog_mod.default_workloads().data["defaults"]
     return {"bandwidth": float(d["efficiency"]["bandwidth"]), "compute": float(d["efficiency"]["compute"]),
-            "overhead_s": units.parse(d["overhead"], "time", allow_zero=True),
-            "request_overhead_s": units.parse(d.get("request_overhead", 0), "time", allow_zero=True)}
+            **{k: units.parse(d.get(k[:-2], 0), "time", allow_zero=True) for k in LINEAR}}
 
 
 REQUIRED = ("model", "hardware", "context")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
 KV = WEIGHTS                                           # the same storage formats
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
-PARAMETERS = ("bandwidth", "compute", "overhead_s")
+PARAMETERS = ("bandwidth", "compute", *LINEAR)
 PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
-REQUEST_MAX = 0.05  # the largest per-request fixed cost a fit may report (50 ms: beyond it, queueing)
+# the pull of a fixed cost, per squared departure in units of the cost that alone would make up a median row
+PULL_FIXED = 1e-4
+REQUEST_MAX = 0.05  # a per-request fixed cost beyond 50 ms is queueing, not a fixed cost: a warning
 _CHUNK_ELEMENTS = 2_000_000
 
 
@@ -64,6 +73,7 @@ class Row:
     measured_s: float
     counts: np.ndarray     # how many of each step the measured time covers (a generation: 1 prefill, N decodes)
     requests: float        # requests whose fixed cost the time includes (1 with a prefill, 0 for a decode step)
+    layers: float          # the model's layers: each step launches their kernels
     flops: np.ndarray      # steps × groups
     bytes: np.ndarray
     peak: float
@@ -118,6 +128,7 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     batch = _field(raw, "batch", file, line, 1)
     context = _field(raw, "context", file, line)
     tp = _field(raw, "tp", file, line, 1)
+    pipeline = _field(raw, "pipeline", file, line, 1)      # layer split: stages in sequence (llama.cpp, ExLlamaV2)
     weights = raw.get("weights") or "bf16"
     if weights not in WEIGHTS:
         raise UserError([Problem(file, line, 1, "$.weights", f"expected {', '.join(WEIGHTS)}, got {weights!r}")])
@@ -161,7 +172,7 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
                                                             "compute": compute},
                                               "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
                                               "tp": tp, "reserve": 0, "attention": attention},
-                                 "workloads": cells}, catalog)
+                                 "workloads": cells}, catalog.pooled(raw["hardware"], pipeline))
     except UserError as err:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
@@ -170,18 +181,19 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
     if not g.claim.fits.all():
         raise UserError([Problem(file, line, 1, "$.batch", (
             f"{raw['model']} at batch {batch:,} and {int(grid.context.max()):,} tokens does not fit "
-            f"{raw['hardware']} × {tp} as stated: the engine must have run it otherwise (fewer sequences at once, "
-            f"a smaller or offloaded cache); a time fitted to it would be wrong"))])
+            f"{raw['hardware']} × {tp * pipeline} as stated: the engine must have run it otherwise (fewer sequences "
+            f"at once, a smaller or offloaded cache); a time fitted to it would be wrong"))])
     x = g.claim.inputs
     cost = step_cost(x)
     hw = layers.machine(grid)
     measured = _measured(raw, file, line, batch, context, output, phase)
     n = len(steps)
-    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "weights": weights, "phase": phase,
-                     "kv": kv, "compute": compute, "attention": attention, "output_tokens": output},
+    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "pipeline": pipeline, "weights": weights,
+                     "phase": phase, "kv": kv, "compute": compute, "attention": attention, "output_tokens": output},
                measured_s=measured,
                counts=np.array([c for _, _, c in steps], dtype=float),
                requests=float(phase != "decode"),
+               layers=float(np.broadcast_to(x.layers, (n,))[0]),
                flops=np.array([[float(np.broadcast_to(cost.flops[k], (n,))[j]) / float(cost.peak_mult[k])
                                 for k in GROUPS] for j in range(n)]),
                bytes=np.array([[float(np.broadcast_to(cost.bytes[k], (n,))[j]) for k in GROUPS] for j in range(n)]),
@@ -223,13 +235,11 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     return measured
 
 
-def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True, request: float = 0.0,
-            aligned: bool = False) -> np.ndarray:
-    """Predicted seconds through the cost model's own step_time, the parameters broadcast against the rows
-    (rows on the last axis; ``aligned``: one parameter set per row instead): each row's steps, times their
-    counts, each step paying the overhead and (unless ``comm`` is off: a lower bound) its all-reduces, each
-    request its fixed cost once."""
-    total: Any = request * np.array([r.requests for r in rows])
+def roofline(rows: list[Row], be: Any, ce: Any, comm: bool = True, aligned: bool = False) -> np.ndarray:
+    """Each row's steps through the cost model's own step_time, times their counts, at efficiencies broadcast
+    against the rows (rows on the last axis; ``aligned``: one pair per row instead), plus (unless ``comm`` is
+    off: a lower bound) each step's all-reduces: the predicted seconds before the fixed costs."""
+    total: Any = 0.0
     for j in range(max(len(r.counts) for r in rows)):       # at most 2 steps a row: prefill, decode
         pad = [(r.flops[min(j, len(r.counts) - 1)], r.bytes[min(j, len(r.counts) - 1)],
                 r.counts[j] if j < len(r.counts) else 0.0, r.comm_s[min(j, len(r.counts) - 1)]) for r in rows]
@@ -238,127 +248,197 @@ def predict(rows: list[Row], be: Any, ce: Any, overhead: Any, comm: bool = True,
         counts = np.array([p[2] for p in pad])
         cost = StepCost(flops={g: flops[:, k] for k, g in enumerate(GROUPS)},
                         bytes={g: nbytes[:, k] for k, g in enumerate(GROUPS)})
-        b, c, o = (np.asarray(v, dtype=float) if aligned else np.asarray(v, dtype=float)[..., None]
-                   for v in (be, ce, overhead))
+        b, c = (np.asarray(v, dtype=float) if aligned else np.asarray(v, dtype=float)[..., None] for v in (be, ce))
         t = step_time(cost, np.array([r.peak for r in rows]), np.array([r.bandwidth for r in rows]),
                       {g: c for g in GROUPS}, {g: b for g in GROUPS})
-        total = total + counts * (t + (np.array([p[3] for p in pad]) if comm else 0.0) + o)
+        total = total + counts * (t + (np.array([p[3] for p in pad]) if comm else 0.0))
     return np.asarray(total)
+
+
+def features(rows: list[Row]) -> np.ndarray:
+    """Rows × LINEAR: the seconds each fixed cost adds to a row per second of it (steps, steps × layers,
+    requests)."""
+    steps = np.array([r.counts.sum() for r in rows])
+    return np.stack([steps, steps * np.array([r.layers for r in rows]), np.array([r.requests for r in rows])], 1)
+
+
+def predict(rows: list[Row], params: dict[str, float], comm: bool = True) -> np.ndarray:
+    """Each row's predicted seconds at one set of parameters (a fixed cost it lacks counts as 0)."""
+    linear = np.array([params.get(k, 0.0) for k in LINEAR])
+    return np.ravel(roofline(rows, params["bandwidth"], params["compute"], comm)) + features(rows) @ linear
 
 
 def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
-def _fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray],
-         request: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Per grid point: each row's squared log error (grid × rows, float32, in chunks), and the pull toward
-    the shipped defaults (among near-equal fits the defaults win: an efficiency no row binds is not
-    identifiable)."""
-    be, ce, oh = grid
-    measured = np.array([r.measured_s for r in group])
-    step = max(1, _CHUNK_ELEMENTS // len(group))
-    err = np.concatenate([(np.log(predict(group, be[k:k + step], ce[k:k + step], oh[k:k + step], request=request)
-                                  / measured) ** 2).astype(np.float32) for k in range(0, be.size, step)])
+def free_costs(group: list[Row]) -> tuple[int, ...]:
+    """The fixed costs the rows can tell apart (indices into LINEAR), in order: the per-step overhead; the
+    per-request cost with two or more rows that pay it; the per-layer cost with two or more layer counts —
+    each only where it adds a direction the others lack (prefill-only rows cannot tell a request from a step)."""
+    f = features(group) / np.array([r.measured_s for r in group])[:, None]
+    paying = (f > 0).sum(axis=0)
+    layer_counts = len({r.layers for r in group})
+    free: list[int] = []
+    for k in range(len(LINEAR)):
+        if k == 1 and layer_counts < 2 or k == 2 and paying[2] < 2:
+            continue
+        if np.linalg.matrix_rank(f[:, [*free, k]], tol=1e-9 * float(np.abs(f).max())) == len(free) + 1:
+            free.append(k)
+    while free and len(group) < 2 + len(free):          # fewer rows than parameters: drop the last cost
+        free.pop()
+    return tuple(free)
+
+
+def _nnls(a_mat: np.ndarray, b_vec: np.ndarray) -> np.ndarray:
+    """Non-negative minimizer of θᵀAθ − 2bᵀθ, batched (A: (..., k, k), b: (..., k)): the restricted optimum
+    θ_S = A_SS⁻¹ b_S of the feasible support S that lowers the objective most (bᵀθ_S largest) — exact for the
+    few fixed costs here (2^k supports)."""
+    k = b_vec.shape[-1]
+    best = np.zeros(b_vec.shape)
+    gain = np.zeros(b_vec.shape[:-1])
+    for size in range(1, k + 1):
+        for support in itertools.combinations(range(k), size):
+            s = list(support)
+            inv = np.linalg.inv(a_mat[..., s, :][..., :, s])
+            theta = np.einsum("...ij,...j->...i", inv, b_vec[..., s])
+            g = np.einsum("...i,...i->...", theta, b_vec[..., s])
+            better = (theta >= 0).all(axis=-1) & (g > gain)
+            gain = np.where(better, g, gain)
+            full = np.zeros(b_vec.shape)
+            full[..., s] = theta
+            best = np.where(better[..., None], full, best)
+    return best
+
+
+@dataclass
+class Fitted:
+    """One hardware's fit: the parameters, which fixed costs were free, and the leave-one-out results."""
+
+    params: dict[str, float]
+    free: tuple[str, ...]
+    loo_pred: np.ndarray
+    loo_params: np.ndarray          # rows × PARAMETERS: each left-out row's refit
+    negative: tuple[str, ...]       # fixed costs the rows, left free of the bound, would make negative
+
+
+def solve(group: list[Row], weights: np.ndarray | None = None) -> Fitted:
+    """The grid over the efficiencies, the fixed costs solved at each point (see the module docstring)."""
     d = defaults()
-    pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2 + (oh / 1e-3 - d["overhead_s"] / 1e-3)
-                   ** 2 / 100)
-    return err, pull
+    be, ce = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, indexing="ij"))
+    n = len(group)
+    m = np.array([r.measured_s for r in group])
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float) * n / float(np.sum(weights))
+    free = list(free_costs(group))
+    prior = np.array([d[k] for k in LINEAR])
+    fixed = [k for k in range(len(LINEAR)) if k not in free]
+    f = features(group)
+    step = max(1, _CHUNK_ELEMENTS // n)
+    roof = np.concatenate([roofline(group, be[k:k + step], ce[k:k + step]) for k in range(0, be.size, step)])
+    roof = roof + f[:, fixed] @ prior[fixed]                      # the costs not fitted stay at the defaults
+    a = f[:, free] / m[:, None]                                    # rows × free
+    y = 1.0 - roof / m                                             # grid × rows
+    # each cost's natural size: the value that alone would make up a median row paying it
+    scale = np.array([np.median(m[f[:, k] > 0] / f[f[:, k] > 0, k]) for k in free])
+    lam = n * PULL_FIXED / scale ** 2                              # the pull, in the sum's units
+    a_mat = (a * w[:, None]).T @ a + np.diag(lam)
+    b_vec = (y * w) @ a + lam * prior[free]
+    theta = _nnls(a_mat, b_vec)                                   # grid × free
+
+    pred = roof + theta @ f[:, free].T
+    err = np.log(np.maximum(pred, 1e-30) / m) ** 2 * w             # grid × rows, weighted squared log error
+    pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2
+                   + PULL_FIXED / PULL * (((theta - prior[free]) / scale) ** 2).sum(axis=1))
+    best = int(np.argmin(err.sum(axis=1) / n + pull))
+    params = {"bandwidth": float(be[best]), "compute": float(ce[best]),
+              **{k: float(v) for k, v in zip(LINEAR, prior, strict=True)}}
+    params.update({LINEAR[k]: float(v) for k, v in zip(free, theta[best], strict=True)})
+    unbounded = np.linalg.solve(a_mat, b_vec[best]) if free else np.zeros(0)
+    negative = tuple(LINEAR[k] for k, v, size in zip(free, unbounded, scale, strict=True) if v < -1e-3 * size)
+
+    # leave one out: the grid point the other rows' errors choose, the fixed costs re-solved without the row
+    loo_idx = np.argmin((err.sum(axis=1)[:, None] - err) / max(n - 1, 1) + pull[:, None], axis=0)
+    yk = y[loo_idx, np.arange(n)]                                            # rows: each row's own y at its point
+    b_k = b_vec[loo_idx] - (w * yk)[:, None] * a                             # rows × free
+    a_k = a_mat[None] - (w[:, None, None] * a[:, :, None] * a[:, None, :])   # rows × free × free
+    theta_k = _nnls(a_k, b_k) if free else np.zeros((n, 0))
+    loo_pred = roof[loo_idx, np.arange(n)] + (theta_k * f[:, free]).sum(axis=1)
+    loo_params = np.tile(np.array([params[k] for k in PARAMETERS]), (n, 1))
+    loo_params[:, 0], loo_params[:, 1] = be[loo_idx], ce[loo_idx]
+    for j, k in enumerate(free):
+        loo_params[:, 2 + k] = theta_k[:, j]
+    return Fitted(params, tuple(LINEAR[k] for k in free), loo_pred, loo_params, negative)
 
 
-def edges(fit: dict[str, float]) -> list[str]:
-    """The parameters the fit pinned to the grid's edge: the rows want a value the grid (and the model) lacks."""
+def edges(fit: Fitted) -> list[str]:
+    """What the fit says about the model's terms: an efficiency pinned to the grid's edge, a fixed cost the rows
+    would make negative, a per-request cost too large to be one."""
     out = []
-    for name, values, unit in (("bandwidth", BANDWIDTH, 1.0), ("compute", COMPUTE, 1.0), ("overhead_s", OVERHEAD, 1e3)):
-        v = fit[name]
+    for name, values in (("bandwidth", BANDWIDTH), ("compute", COMPUTE)):
+        v = fit.params[name]
         if v in (values[0], values[-1]):
             side = "lowest" if v == values[0] else "highest"
-            shown = f"{v * unit:g} ms" if name == "overhead_s" else f"{v:g}"
-            out.append(f"{name.replace('_s', '')} {shown} is the {side} value the fit may take: the rows ask for "
-                       f"more than the model's terms can give (a launch floor, a per-request cost, a kernel far from "
-                       f"its peak); read the error, not the parameter")
+            out.append(f"{name} {v:g} is the {side} value the fit may take: the rows ask for more than the model's "
+                       f"terms can give (a kernel far from its peak, a floor, an unstated setting); read the error, "
+                       f"not the parameter")
+    out += [f"{name.replace('_s', '').replace('_', ' ')} 0 s is its lower bound and the rows ask for less: the model "
+            f"prices them slower than measured" for name in fit.negative]
+    if fit.params["request_overhead_s"] > REQUEST_MAX:
+        out.append(f"request overhead {fit.params['request_overhead_s'] * 1e3:.3g} ms is more than a request's fixed "
+                   f"cost can be ({REQUEST_MAX * 1e3:g} ms): the rows' TTFT includes queueing")
     return out
 
 
-def _request(group: list[Row], p: dict[str, float]) -> float:
-    """A request's fixed cost: the median of what the rows with a prefill measure beyond the step model, within
-    [0, REQUEST_MAX]; 0 with fewer than two such rows (one row cannot tell it from noise)."""
-    with_prefill = [r for r in group if r.requests]
-    if len(with_prefill) < 2:
-        return 0.0
-    pred = np.ravel(predict(with_prefill, p["bandwidth"], p["compute"], p["overhead_s"]))
-    gap = np.array([r.measured_s for r in with_prefill]) - pred
-    return float(np.clip(np.median(gap), 0.0, REQUEST_MAX))
-
-
-def _grid_fit(group: list[Row], grid: tuple[np.ndarray, np.ndarray, np.ndarray]) \
-        -> tuple[dict[str, float], np.ndarray, np.ndarray]:
-    """The three grid parameters and the per-request cost, alternated twice (the cost from the prefill rows'
-    residuals, the grid refitted with it); the error matrix and pull of the last fit."""
-    request = 0.0
-    for _ in range(2):
-        err, pull = _fit(group, grid, request)
-        best = int(np.argmin(err.sum(axis=1, dtype=np.float64) / len(group) + pull))
-        p = {"bandwidth": float(grid[0][best]), "compute": float(grid[1][best]), "overhead_s": float(grid[2][best])}
-        request = _request(group, p)
-    return {**p, "request_overhead_s": request}, err, pull
-
-
-def fit(group: list[Row]) -> dict[str, float] | None:
-    """The fitted parameters of rows of one hardware, or None with fewer rows than parameters."""
-    if len(group) < len(PARAMETERS):
+def fit(group: list[Row], weights: np.ndarray | None = None) -> dict[str, float] | None:
+    """The fitted parameters of rows of one hardware (``weights``: each row's share of the error), or None with
+    fewer rows than the three parameters every fit has."""
+    if len(group) < 3:
         return None
-    be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
-    return _grid_fit(group, (be, ce, oh))[0]
+    return solve(group, weights).params
 
 
 def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
     """Fit per hardware; report the parameters, their jackknife spread, the prediction error before and after,
     and the leave-one-out error. Rows name hardware and models of the shipped catalog merged with a user catalog
-    (``catalog_file``, else $TRIAGE_CATALOG). A hardware with fewer rows than the three parameters keeps the
-    defaults and says so."""
+    (``catalog_file``, else $TRIAGE_CATALOG). A hardware with fewer than three rows keeps the defaults and says
+    so."""
     cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
     rows = [price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
     report: dict[str, Any] = {"source": str(path), "hardware": []}
-    be, ce, oh = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, OVERHEAD, indexing="ij"))
-    grid = (be, ce, oh)
     d = defaults()
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
-        before = np.ravel(predict(group, d["bandwidth"], d["compute"], d["overhead_s"]))
+        before = predict(group, d)
         entry: dict[str, Any] = {"hardware": hw, "rows": len(group), "default": d, "warnings": []}
-        if len(group) < len(PARAMETERS):
-            fit, spread, loo = dict(d), None, None
+        if len(group) < 3:
+            params, spread, loo = dict(d), None, None
+            free: tuple[str, ...] = ()
             entry["warnings"].append(f"not fitted: {len(group)} row{'s' if len(group) != 1 else ''} for "
-                                     f"{len(PARAMETERS)} parameters; the defaults stay (add rows)")
+                                     f"3 parameters; the defaults stay (add rows)")
             entry["fitted"] = None
         else:
-            fit, err, pull = _grid_fit(group, grid)
-            # leave one out: refit on the other rows (their summed error), predict the row left out
-            loo_idx = np.argmin((err.sum(axis=1, dtype=np.float64)[:, None] - err) / (len(group) - 1)
-                                + pull[:, None], axis=0)
-            loo_pred = predict(group, grid[0][loo_idx], grid[1][loo_idx], grid[2][loo_idx],
-                               request=fit["request_overhead_s"], aligned=True)
-            loo = _mape(loo_pred, measured)
+            fitted = solve(group)
+            params, free = fitted.params, fitted.free
+            loo = _mape(fitted.loo_pred, measured)
             n = len(group)
             spread = {}
-            for name, axis in zip(PARAMETERS, grid, strict=True):     # jackknife standard error
-                values = axis[loo_idx]
-                spread[name] = float(np.sqrt((n - 1) / n * np.sum((values - values.mean()) ** 2)))
-            entry["warnings"] += edges(fit)
-            entry["fitted"] = fit
-        after = np.ravel(predict(group, fit["bandwidth"], fit["compute"], fit["overhead_s"],
-                                 request=fit.get("request_overhead_s", 0.0)))
-        binding = any((r.flops / (r.peak * fit["compute"]) > r.bytes / (r.bandwidth * fit["bandwidth"])).any()
+            for j, name in enumerate(PARAMETERS):       # jackknife standard error of each fitted parameter
+                if name in ("bandwidth", "compute") or name in free:
+                    v = fitted.loo_params[:, j]
+                    spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
+            entry["warnings"] += edges(fitted)
+            entry["fitted"] = params
+        after = predict(group, params)
+        binding = any((r.flops / (r.peak * params["compute"]) > r.bytes / (r.bandwidth * params["bandwidth"])).any()
                       for r in group)
         entry.update({
-            "parameters": fit, "uncertainty": spread, "compute_identified": bool(binding),
+            "parameters": params, "free": list(free), "uncertainty": spread, "compute_identified": bool(binding),
             "error_before": _mape(before, measured), "error_after": _mape(after, measured),
             "error_leave_one_out": loo,
             "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "compute", "attention", "phase", "tp",
-                                                       "batch", "context", "output_tokens", "source")},
+                                                       "pipeline", "batch", "context", "output_tokens", "source")},
                         "measured_s": r.measured_s, "before_s": float(before[i]),
                         "after_s": float(after[i])} for i, r in enumerate(group)]})
         report["hardware"].append(entry)

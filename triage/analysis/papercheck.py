@@ -183,14 +183,6 @@ def _price(claim: Claim, catalog: Catalog, setting: dict[str, Any], cells: list[
     return _Priced(claim, grid, g, base, setting, metric, grid.models + other.models)
 
 
-def _catalog_for(catalog: Catalog, hardware: str, pipeline: int) -> Catalog:
-    """Pipeline stages hold the model in sequence: p GPUs' memory, the same time per token."""
-    if pipeline == 1 or hardware not in catalog.hardware:
-        return catalog
-    hw = catalog.hardware[hardware]
-    return catalog.merged({hardware: replace(hw, memory_bytes=hw.memory_bytes * pipeline)}, {})
-
-
 def _model_path(model: str, claim: Claim) -> str:
     if is_config_path(model) and not Path(model).is_absolute() and model not in claim.models:
         return str(Path(claim.file).parent / model)
@@ -233,7 +225,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     if hardware is None:
         hardware = DEFAULT_HARDWARE
         assumed.append(f"hardware not stated: computed on {DEFAULT_HARDWARE}")
-    cat = _catalog_for(catalog, hardware, int(setting.get("pipeline", 1)))
+    cat = catalog.pooled(hardware, int(setting.get("pipeline", 1)))
     # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
                 "overhead": 0, "reserve": 0, **{k: setting[k] for k in PRICED if k in setting}}

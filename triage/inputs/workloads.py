@@ -20,7 +20,7 @@ from .hfconfig import is_config_path, load_model
 from .specs import Model
 from .validation import did_you_mean, validate
 
-_QUANTITY_KINDS = {"overhead": "time", "request_overhead": "time", "reserve": "bytes"}
+_QUANTITY_KINDS = {"overhead": "time", "request_overhead": "time", "layer_overhead": "time", "reserve": "bytes"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Settings:
     compute_efficiency: float
     overhead_s: float
     request_overhead_s: float         # a request's fixed cost (scheduling, sampling setup), paid once, at its prefill
+    layer_overhead_s: float           # a step's fixed cost per layer (kernel launches)
     slo_tpot_s: float | None
     slo_ttft_s: float | None
     quality_gate: float
@@ -53,10 +54,11 @@ class Settings:
     domain: str | None                # what the requests are (chat, code …): speculative acceptance differs
 
     def engine_values(self, hardware: str) -> dict[str, float]:
-        """Bandwidth and compute efficiency and per-step overhead on a chip: the workload's own where it gives
+        """Bandwidth and compute efficiency and the fixed costs on a chip: the workload's own where it gives
         them, else its engine profile's for that chip, else the shipped defaults."""
         own = {"bandwidth": self.bandwidth_efficiency, "compute": self.compute_efficiency,
-               "overhead_s": self.overhead_s, "request_overhead_s": self.request_overhead_s}
+               "overhead_s": self.overhead_s, "request_overhead_s": self.request_overhead_s,
+               "layer_overhead_s": self.layer_overhead_s}
         if self.engine is None:
             return own
         profile = self.engine.values(hardware)
@@ -162,7 +164,7 @@ def _explicit(layer: dict[str, Any], user_defaults: dict[str, Any], override: di
     out = set()
     for source in layers:
         out |= {k for k in ("bandwidth", "compute") if k in source.get("efficiency", {})}
-        out |= {f"{k}_s" for k in ("overhead", "request_overhead") if k in source}
+        out |= {f"{k}_s" for k in ("overhead", "request_overhead", "layer_overhead") if k in source}
     return frozenset(out)
 
 
@@ -185,6 +187,7 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         compute_efficiency=eff["compute"],
         overhead_s=merged["overhead"],
         request_overhead_s=merged.get("request_overhead", 0.0),
+        layer_overhead_s=merged.get("layer_overhead", 0.0),
         slo_tpot_s=slo.get("tpot"),
         slo_ttft_s=slo.get("ttft"),
         quality_gate=merged["quality_gate"],

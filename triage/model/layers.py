@@ -4,7 +4,8 @@ theoretical     roofline at 100 % of peak and bandwidth, both sides;
 implementation  the workload's achieved efficiencies; the card's relative
                 efficiencies on the kernels it replaces; without a kernel that
                 reads the new format, reads cost the baseline's bytes;
-end-to-end      plus fixed per-step overhead, with capacity: where the
+end-to-end      plus the fixed costs (per step, per layer of a step, per
+                request at its prefill), with capacity: where the
                 baseline does not fit the cell's batch and the claim does, the
                 gain is throughput against the baseline at its largest batch.
 """
@@ -53,6 +54,9 @@ class Variant:
     time_implementation: np.ndarray
     time_end_to_end: np.ndarray
     compute_bound_fraction: np.ndarray  # share of one step's theoretical time in compute-bound groups, in [0, 1]
+    # one forward step's end-to-end seconds by term (a verification step under speculation): kernels,
+    # communication (all-reduces), step (overhead), launch (per layer), request (a prefill's fixed cost)
+    time_terms: dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -138,23 +142,44 @@ class _Layers:
     end_to_end: np.ndarray
 
 
+@dataclass(frozen=True)
+class Fixed:
+    """A step's fixed costs in seconds: its own, per layer of the model (kernel launches), and a request's,
+    paid by a prefill step."""
+
+    step: np.ndarray
+    per_layer: np.ndarray
+    request: np.ndarray
+
+    def terms(self, x: StepInputs) -> dict[str, np.ndarray]:
+        return {"step": self.step, "launch": self.per_layer * x.layers, "request": self.request}
+
+    def of(self, x: StepInputs) -> np.ndarray:
+        return np.asarray(sum(self.terms(x).values()))
+
+    def take(self, idx: np.ndarray) -> Fixed:
+        return Fixed(at(self.step, idx), at(self.per_layer, idx), at(self.request, idx))
+
+
 def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInputs, hw: Machine,
-           ceff: dict[str, Any], beff: dict[str, Any], overhead: Any) -> _Layers:
+           ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed) -> tuple[_Layers, dict[str, np.ndarray]]:
     """One forward step's time: the roofline, then efficiencies, occupancy and the all-reduces (their ring
     latency is an algorithm's, not a physical floor: kept out of the theoretical layer so that it stays a lower
-    bound), then overhead."""
+    bound), then the fixed costs; and the end-to-end time by term."""
     comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
     theo = step_time(cost, hw.peak, hw.bandwidth, vector_peak=hw.vector_peak)
     occupied = {**beff, "attention": beff["attention"] * decode_occupancy(x_impl, hw.sms)}
-    impl = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak) + comm
-    return _Layers(theo, impl, impl + overhead)
+    kernels = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak)
+    terms = {"kernels": kernels, "communication": comm, **fixed.terms(x)}
+    impl = kernels + comm
+    return _Layers(theo, impl, impl + fixed.of(x)), terms
 
 
 def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any], beff: dict[str, Any],
-             overhead: Any, capacity: Any, reserve: Any, spec: _Speculation | None = None) -> Variant:
+             fixed: Fixed, capacity: Any, reserve: Any, spec: _Speculation | None = None) -> Variant:
     cost = step_cost(x)
     cost_impl = cost if x_impl is x else step_cost(x_impl)
-    t = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, overhead)
+    t, terms = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, fixed)
     # the share of one step (a verification step, under speculation) spent compute-bound: all-reduces count as
     # time that is neither, so the share stays in [0, 1]
     bound = compute_bound_time(cost, hw.peak, hw.bandwidth, hw.vector_peak)
@@ -166,7 +191,7 @@ def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any
         mem = spec.with_draft(mem)
     total = mem.total(x.batch, x.memory_waste, reserve)
     return Variant(x, cost, mem, total, total <= capacity, mem.max_batch(capacity, x.memory_waste, reserve),
-                   t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction)
+                   t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction, terms)
 
 
 def steps_per_request(m: Matrix) -> np.ndarray:
@@ -194,7 +219,8 @@ def _either(on: np.ndarray, new: Variant, base: Variant) -> Variant:
                    pick(new.max_batch, base.max_batch), pick(new.time_theoretical, base.time_theoretical),
                    pick(new.time_implementation, base.time_implementation),
                    pick(new.time_end_to_end, base.time_end_to_end),
-                   pick(new.compute_bound_fraction, base.compute_bound_fraction))
+                   pick(new.compute_bound_fraction, base.compute_bound_fraction),
+                   {k: pick(v, base.time_terms[k]) for k, v in new.time_terms.items()})
 
 
 @dataclass(frozen=True)
@@ -254,7 +280,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     hw = machine(m)
     capacity = m.column("memory_bytes", "hardware")
-    # the workload's own efficiencies and overhead, else its engine profile's for the cell's chip
+    # the workload's own efficiencies and fixed costs, else its engine profile's for the cell's chip
     # (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)
     values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
 
@@ -266,10 +292,10 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     be = np.clip(value("bandwidth", 1.0), 0.01, 1.0)
     ce = np.clip(value("compute", 1.0), 0.01, 1.0)
-    overhead = np.maximum(value("overhead_s", -1.0), 0.0)
-    # a prefill is one request's first token: it also pays the request's fixed cost (scheduling, set-up)
-    request = value("request_overhead_s", 0.0)
-    overhead = overhead + np.where(m.decode, 0.0, request)
+    # a step's fixed costs: its own, its layers' kernel launches, and (a prefill is one request's first token)
+    # the request's (scheduling, set-up)
+    fixed = Fixed(np.maximum(value("overhead_s", -1.0), 0.0), np.maximum(value("layer_overhead_s", -1.0), 0.0),
+                  np.where(m.decode, 0.0, np.maximum(value("request_overhead_s", -1.0), 0.0)))
     reserve = m.column("reserve_bytes")
 
     base_beff = {g: be for g in GROUPS}
@@ -279,14 +305,14 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     claim_beff = {g: np.minimum(be * (claim.bandwidth_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
     claim_ceff = {g: np.minimum(ce * (claim.compute_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
 
-    base = _variant(base_x, base_x, hw, base_ceff, base_beff, overhead, capacity, reserve)
+    base = _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
     spec = None
     if "speculative" in claim.change:
         plan = mechanisms.speculative_plan(claim.change["speculative"])
         if plan.draft_model:
             draft_x = replace(model_inputs(plan.draft_model), query_tokens=np.asarray(1.0))
             draft_cost = step_cost(draft_x)
-            draft = _times(draft_x, draft_cost, draft_cost, draft_x, hw, base_ceff, base_beff, overhead)
+            draft = _times(draft_x, draft_cost, draft_cost, draft_x, hw, base_ceff, base_beff, fixed)[0]
             draft_mem: Memory | None = memory(draft_x)
         else:
             c = plan.draft_cost or 0.0
@@ -295,7 +321,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
             draft_mem = None
         expected = _block_column(m, lambda s: mechanisms.expected_for(claim.change["speculative"], s.domain))
         spec = _Speculation(plan, draft, draft_mem, m.decode, expected)
-    new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, overhead, capacity, reserve, spec)
+    new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, fixed, capacity, reserve, spec)
     switched_on = np.ones(m.batch.shape, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
@@ -321,7 +347,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         sub = base_x.take(idx).with_batch(b0)
         sub_cost = step_cost(sub)
         t0 = _times(sub, sub_cost, sub_cost, sub, hw.take(idx), {g: at(v, idx) for g, v in base_ceff.items()},
-                    {g: at(v, idx) for g, v in base_beff.items()}, at(overhead, idx)).end_to_end / sub.utilization
+                    {g: at(v, idx) for g, v in base_beff.items()}, fixed.take(idx))[0].end_to_end / sub.utilization
         s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
         e2e_batch[idx] = b0
         base_step[idx] = t0
@@ -336,10 +362,10 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         # memory turned into throughput: each side at the largest batch it fits (PagedAttention's argument)
         b0, b1 = base.max_batch, new.max_batch
         at0 = _variant(base_x.with_batch(np.maximum(b0, 1.0)), base_x.with_batch(np.maximum(b0, 1.0)), hw,
-                       base_ceff, base_beff, overhead, capacity, reserve)
+                       base_ceff, base_beff, fixed, capacity, reserve)
         x1 = claim_x.with_batch(np.maximum(b1, 1.0))
         at1 = _variant(x1, x1 if claim_read is claim_x else claim_read.with_batch(np.maximum(b1, 1.0)), hw,
-                       claim_ceff, claim_beff, overhead, capacity, reserve, spec)
+                       claim_ceff, claim_beff, fixed, capacity, reserve, spec)
         with np.errstate(divide="ignore", invalid="ignore"):
             s_e2e = np.where((b0 >= 1) & (b1 >= 1), (b1 / at1.time_end_to_end) / (b0 / at0.time_end_to_end), np.nan)
         e2e_batch = np.where(b0 >= 1, b0, np.nan)

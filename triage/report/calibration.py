@@ -6,8 +6,18 @@ from typing import Any
 
 import yaml
 
-from ..analysis.calibrate import defaults
+from ..analysis.calibrate import LINEAR, defaults
 from ..inputs import units
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.6g} ms"
+
+
+def _values(p: dict[str, float]) -> dict[str, Any]:
+    """A profile's values as the workload file writes them: efficiencies, and each fixed cost in ms."""
+    return {"bandwidth": p["bandwidth"], "compute": p["compute"],
+            **{k[:-2]: _ms(p.get(k, 0.0)) for k in LINEAR}}
 
 
 def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
@@ -15,17 +25,18 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
     it: a workload file, and a profile any other workload file can name by this file's path."""
     entries = []
     hardware = {}
+    split = 0
     for h in report["hardware"]:
-        f = h["parameters"]
-        hardware[h["hardware"]] = {"bandwidth": f["bandwidth"], "compute": f["compute"],
-                                   "overhead": f"{f['overhead_s'] * 1e3:g} ms",
-                                   "request_overhead": f"{f.get('request_overhead_s', 0.0) * 1e3:g} ms"}
+        hardware[h["hardware"]] = _values(h["parameters"])
         if h["uncertainty"]:
             u = h["uncertainty"]
-            hardware[h["hardware"]]["uncertainty"] = {"bandwidth": round(u["bandwidth"], 4),
-                                                      "compute": round(u["compute"], 4),
-                                                      "overhead": f"{u['overhead_s'] * 1e3:.3g} ms"}
+            hardware[h["hardware"]]["uncertainty"] = {
+                **{k: round(u[k], 4) for k in ("bandwidth", "compute")},
+                **{k[:-2]: _ms(u[k]) for k in LINEAR if k in u}}
         for n, p in enumerate(h["points"]):
+            if int(p.get("pipeline") or 1) > 1:           # a workload prices tensor parallelism, not a layer split
+                split += 1
+                continue
             # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
             # a generation row becomes its decode steps at the mean context
             phase = "prefill" if p["phase"] == "prefill" else "decode"
@@ -42,19 +53,30 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
     d = defaults()
     profile = {"description": f"fitted by `triage calibrate {report['source']}`",
                "source": f"{sum(h['rows'] for h in report['hardware'])} measured rows of {report['source']}",
-               "default": {"bandwidth": d["bandwidth"], "compute": d["compute"],
-                           "overhead": f"{d['overhead_s'] * 1e3:g} ms",
-                           "request_overhead": f"{d['request_overhead_s'] * 1e3:g} ms"},
+               "default": _values(d),
                "hardware": hardware}
     header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
-              f"# the engine profile {engine!r} (efficiencies and overhead fitted per chip from measured times) and\n"
-              f"# one workload per measured row; other workload files use the profile with engine: <this file>\n"
+              f"# the engine profile {engine!r} (efficiencies and fixed costs fitted per chip from measured times)\n"
+              f"# and one workload per measured row; other workload files use the profile with engine: <this file>\n"
               f"# (a row's weight grouping and scale bits are the calibration's; a workload prices int4/int8 weights\n"
-              f"# at 0.5/1 B each: int4 in groups of 32 with fp16 scales reads 0.5625 B, about a tenth more)\n")
+              f"# at 0.5/1 B each: int4 in groups of 32 with fp16 scales reads 0.5625 B, about a tenth more)\n"
+              + (f"# {split} layer-split (pipeline) row(s) are in the fit but not written as workloads: a workload\n"
+                 f"# prices tensor parallelism only\n" if split else ""))
     return header + yaml.safe_dump({"engines": {engine: profile},
                                     "defaults": {"precision": {"weights": "bf16", "kv": "bf16",
                                                                "activations": "bf16", "compute": "bf16"}},
                                     "workloads": entries}, sort_keys=False, width=120)
+
+
+PER = ("per step", "per layer of a step", "per request")
+
+
+def _cost(h: dict[str, Any], k: str, per: str) -> str:
+    """One fitted fixed cost with its standard error, or the default it kept."""
+    f, u = h["parameters"], h["uncertainty"] or {}
+    shown = f"{k[:-2].replace('_', ' ')} **{units.fmt_time(f[k])}**" + (
+        f" ± {units.fmt_time(u[k])}" if k in u else "") + f" {per}"
+    return shown if k in h.get("free", ()) else shown + f" (not fitted: {units.fmt_time(f[k])}, the default)"
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -66,19 +88,23 @@ def render_markdown(report: dict[str, Any]) -> str:
 
         verb = "Fitted" if h["fitted"] else "Not fitted, the defaults"
         loo = h["error_leave_one_out"]
+        d = defaults()
+
+        costs = "; ".join(_cost(h, k, per) for k, per in zip(LINEAR, PER, strict=True))
         lines += [f"## {h['hardware']} ({h['rows']} measurements)", "",
                   f"{verb}: bandwidth efficiency **{f['bandwidth']:.2f}**{pm['bandwidth']}, compute efficiency "
-                  f"**{f['compute']:.2f}**{pm['compute']}, overhead **{units.fmt_time(f['overhead_s'])}**"
-                  + (f" ± {units.fmt_time(u['overhead_s'])}" if "overhead_s" in u else "")
-                  + f" per step (defaults {defaults()['bandwidth']:.2f}, {defaults()['compute']:.2f}, 0 s; ± is the "
-                  f"jackknife standard error). Mean absolute prediction error: "
+                  f"**{f['compute']:.2f}**{pm['compute']}; "
+                  + costs
+                  + f" (default efficiencies {d['bandwidth']:.2f}, {d['compute']:.2f}; ± is the jackknife standard "
+                  f"error). Mean absolute prediction error: "
                   f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}** in sample"
                   + (f", **{units.fmt_percent(loo)}** leaving each row out" if loo is not None else "") + ".", ""]
         lines += [f"> **Warning:** {w}." for w in h["warnings"]] + ([""] if h["warnings"] else [])
         lines += ["| model | weights | phase | tp | batch | context | measured | predicted before | predicted after | "
                   "source |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
         for p in h["points"]:
-            lines.append(f"| {p['model']} | {p['weights']} | {p['phase']} | {p['tp'] or 1} | {p['batch'] or 1} | "
+            gpus = f"{p['tp'] or 1}" + (f" × {p['pipeline']} stages" if int(p.get("pipeline") or 1) > 1 else "")
+            lines.append(f"| {p['model']} | {p['weights']} | {p['phase']} | {gpus} | {p['batch'] or 1} | "
                          f"{p['context']} | {units.fmt_time(p['measured_s'])} | {units.fmt_time(p['before_s'])} | "
                          f"{units.fmt_time(p['after_s'])} | {p['source'] or ''} |")
         lines.append("")

@@ -45,6 +45,8 @@ def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray)
         f"{prefix}.tokens_per_s": tokens_per_s,
         f"{prefix}.compute_bound_fraction": at(v.compute_bound_fraction),
         f"{prefix}.time_per_request_s": at(request_s),
+        # one step's end-to-end time by term: kernels, communication, step overhead, launch, request
+        **{f"{prefix}.step_terms_s.{k}": at(t) for k, t in v.time_terms.items()},
     }
     return cols
 

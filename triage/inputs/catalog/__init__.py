@@ -4,7 +4,7 @@ YAML entries, shipped or user-written, into specs."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -133,12 +133,15 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
     )
 
 
+FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead")    # per step, per layer of a step, per request
+
+
 @dataclass(frozen=True)
 class Engine:
     """An engine profile: achieved efficiencies and per-step overhead, by default and per chip."""
 
     key: str
-    default: dict[str, float]                 # bandwidth, compute, overhead_s
+    default: dict[str, float]                 # bandwidth, compute, overhead_s, layer_overhead_s, request_overhead_s
     hardware: dict[str, dict[str, float]]
     description: str = ""
     source: str = ""
@@ -156,14 +159,15 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
 
     def values(sub: tuple[Any, ...], raw: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {k: float(raw[k]) for k in ("bandwidth", "compute") if k in raw}
-        for key in ("overhead", "request_overhead"):
+        for key in FIXED_COSTS:
             if key in raw:
                 out[f"{key}_s"] = quantity(doc, path + sub + (key,), "time", problems, allow_zero=True)
         se = raw.get("uncertainty", {})                 # a calibrated profile's standard errors
         out.update({f"{k}_se": float(se[k]) for k in ("bandwidth", "compute") if k in se})
-        if "overhead" in se:
-            out["overhead_s_se"] = quantity(doc, path + sub + ("uncertainty", "overhead"), "time", problems,
-                                            allow_zero=True)
+        for key in FIXED_COSTS:
+            if key in se:
+                out[f"{key}_s_se"] = quantity(doc, path + sub + ("uncertainty", key), "time", problems,
+                                              allow_zero=True)
         return out
 
     return Engine(key, values(("default",), entry["default"]),
@@ -178,6 +182,14 @@ class Catalog:
     hardware: dict[str, Hardware]
     models: dict[str, Model]
     engines: dict[str, Engine] = field(default_factory=dict)
+
+    def pooled(self, hardware: str, stages: int) -> Catalog:
+        """Pipeline (layer-split) stages hold the model in sequence: ``stages`` GPUs' memory, one GPU's time per
+        token."""
+        if stages == 1 or hardware not in self.hardware:
+            return self
+        hw = self.hardware[hardware]
+        return self.merged({hardware: replace(hw, memory_bytes=hw.memory_bytes * stages)}, {})
 
     def merged(self, hardware: dict[str, Hardware], models: dict[str, Model],
                engines: dict[str, Engine] | None = None) -> Catalog:
