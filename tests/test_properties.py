@@ -162,6 +162,8 @@ MECHANISM_VALUES = {
                                "draft_model": st.sampled_from(["llama-3.2-1b"])})),
     "tp": st.sampled_from([1, 2, 4, 8]),
     "batching": st.fixed_dictionaries({"utilization": st.floats(0.1, 1.0)}),
+    "scheduler": st.fixed_dictionaries({"policy": st.sampled_from(["static", "continuous", "chunked"])},
+                                       optional={"token_budget": st.integers(1, 8192)}),
     "dequant_ops": st.one_of(st.floats(0.0, 8.0),
                              st.fixed_dictionaries({}, optional={"kv": st.floats(0.0, 8.0),
                                                                  "weights": st.floats(0.0, 8.0)})),

@@ -31,6 +31,7 @@ class Limits:
     cells: int = _limit(2_000_000, "cells of one run or sweep (split a larger grid into several sweeps)")
     stacked_cards: int = _limit(16, "cards one stack may load, nested stacks included")
     calibration_rows: int = _limit(10_000, "rows of one calibration file")
+    serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")
     problems_shown: int = _limit(20, "problems printed for one command (then 'and N more')")
     name_chars: int = _limit(120, "characters of a file name or a value quoted in an error (then '…')")
     memo_cells: int = _limit(200, "cells listed in a memo (the JSON and a sweep hold all of them)")

@@ -34,6 +34,8 @@ class Evaluation:
     # a calibrated engine profile's uncertainty: the gains with its values one standard error slower and faster
     # (layer -> (low, high) arrays); empty without one
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    # workloads with traffic: the serving simulation per (block, model, hardware) index, baseline and claim
+    serving: dict[tuple[int, int, int], dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.matrix)

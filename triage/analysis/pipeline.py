@@ -13,7 +13,7 @@ from ..inputs.claim import Claim
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
 from ..model import layers, matrix, verdicts
-from . import decision, noops, papercheck, regions
+from . import decision, noops, papercheck, regions, serving
 from .evaluation import Evaluation
 
 Card = str | Path | dict[str, Any] | Claim
@@ -98,6 +98,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
+    served, g = serving.price(m, claim, g)                          # a workload's traffic: the queue
     v = verdicts.decide(m, claim, g)                                # judge
     d = decision.decide(m, claim, g, v)
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
@@ -122,4 +123,4 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models) if analyse else None, baseline=overrides,
-                      current_fleet_gain=current, warnings=tuple(found), ranges=ranges)
+                      current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served)

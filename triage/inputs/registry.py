@@ -65,7 +65,7 @@ def changes_format(change: dict[str, object]) -> bool:
     return any(table[key].reverts for key in change)
 
 
-OUTSIDE_THE_STEP = ("utilization", "capacity")
+OUTSIDE_THE_STEP = ("utilization", "capacity", "scheduling")
 
 
 def outside_the_step(change: dict[str, object]) -> bool:

@@ -16,6 +16,7 @@ from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
+from . import traffic as traffic_mod
 from .hfconfig import is_config_path, load_model
 from .specs import Model
 from .validation import did_you_mean, validate
@@ -70,6 +71,8 @@ class Settings:
     share: float | None
     engine: catalog_mod.Engine | None = None      # the serving engine's profile, if named
     explicit: frozenset[str] = frozenset()        # bandwidth/compute/overhead_s the workload gives (beat a profile)
+    traffic: traffic_mod.Traffic | None = None     # a serving simulation's request stream
+    scheduler: dict[str, Any] = field(default_factory=dict)    # its engine's scheduler (parsed keys)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,10 @@ def _parse_settings(doc: Document, path: tuple[Any, ...], problems: list[Problem
             out[key] = (value,) if isinstance(value, str) else tuple(value)
         elif key in ("precision", "efficiency"):
             out[key] = dict(value)
+        elif key == "traffic":
+            out[key] = traffic_mod.parse(doc, path + (key,), _base_dir(doc), problems)
+        elif key == "scheduler":
+            out[key] = traffic_mod.parse_scheduler(doc, path + (key,), problems)
         else:
             out[key] = value
     return out
@@ -114,7 +121,7 @@ def _merge(*layers: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
-            if key in ("precision", "efficiency", "slo") and key in out:
+            if key in ("precision", "efficiency", "slo", "scheduler") and key in out:
                 out[key] = {**out[key], **value}
             else:
                 out[key] = value
@@ -200,6 +207,8 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         output_tokens=merged["output_tokens"],
         stack=tuple(merged.get("stack", ())),
         domain=merged.get("domain"),
+        traffic=merged.get("traffic"),
+        scheduler=merged.get("scheduler", {}),
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )

@@ -265,6 +265,38 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     return ratio
 
 
+def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
+    """Per cell: the workload's own efficiencies and fixed costs, else its engine profile's for the cell's chip
+    (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)."""
+    values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
+
+    def value(key: str, sign: float) -> np.ndarray:
+        def one(s: Any, h: Any) -> float:
+            v = values[(id(s), h.key)]
+            return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
+        return m.per_block_hardware(one)
+
+    out = {"bandwidth": np.clip(value("bandwidth", 1.0), 0.01, 1.0),
+           "compute": np.clip(value("compute", 1.0), 0.01, 1.0)}
+    # a step's fixed costs: its own, its layers' kernel launches, a request's (scheduling, set-up: paid with its
+    # prefill)
+    out.update({k: np.maximum(value(k, -1.0), 0.0) for k in ("overhead_s", "layer_overhead_s", "request_overhead_s")})
+    return out
+
+
+Efficiencies = tuple[dict[str, Any], dict[str, Any]]       # (compute, bandwidth) per group
+
+
+def efficiencies(claim: Claim, ce: Any, be: Any) -> tuple[Efficiencies, Efficiencies]:
+    """Baseline and claim efficiencies per group: a changed kernel runs at the card's share of the baseline
+    kernel's efficiency, never above the peak."""
+    touched = touched_groups(claim.change)
+    base = ({g: ce for g in GROUPS}, {g: be for g in GROUPS})
+    new = ({g: np.minimum(ce * (claim.compute_efficiency if g in touched else 1.0), 1.0) for g in GROUPS},
+           {g: np.minimum(be * (claim.bandwidth_efficiency if g in touched else 1.0), 1.0) for g in GROUPS})
+    return base, new
+
+
 def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
             shift: float = 0.0) -> Gaps:
     """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
@@ -280,30 +312,11 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     hw = machine(m)
     capacity = m.column("memory_bytes", "hardware")
-    # the workload's own efficiencies and fixed costs, else its engine profile's for the cell's chip
-    # (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)
-    values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
-
-    def value(key: str, sign: float) -> np.ndarray:
-        def one(s: Any, h: Any) -> float:
-            v = values[(id(s), h.key)]
-            return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
-        return m.per_block_hardware(one)
-
-    be = np.clip(value("bandwidth", 1.0), 0.01, 1.0)
-    ce = np.clip(value("compute", 1.0), 0.01, 1.0)
-    # a step's fixed costs: its own, its layers' kernel launches, and (a prefill is one request's first token)
-    # the request's (scheduling, set-up)
-    fixed = Fixed(np.maximum(value("overhead_s", -1.0), 0.0), np.maximum(value("layer_overhead_s", -1.0), 0.0),
-                  np.where(m.decode, 0.0, np.maximum(value("request_overhead_s", -1.0), 0.0)))
+    engine = engine_columns(m, shift)
+    fixed = Fixed(engine["overhead_s"], engine["layer_overhead_s"],
+                  np.where(m.decode, 0.0, engine["request_overhead_s"]))
     reserve = m.column("reserve_bytes")
-
-    base_beff = {g: be for g in GROUPS}
-    base_ceff = {g: ce for g in GROUPS}
-    touched = touched_groups(claim.change)
-    # a changed kernel runs at the card's share of the baseline kernel's efficiency, never above the peak
-    claim_beff = {g: np.minimum(be * (claim.bandwidth_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
-    claim_ceff = {g: np.minimum(ce * (claim.compute_efficiency if g in touched else 1.0), 1.0) for g in GROUPS}
+    (base_ceff, base_beff), (claim_ceff, claim_beff) = efficiencies(claim, engine["compute"], engine["bandwidth"])
 
     base = _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
     spec = None

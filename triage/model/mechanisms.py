@@ -279,6 +279,12 @@ def batching(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
     return replace(x, utilization=np.asarray(spec["utilization"]))
 
 
+def scheduler(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """A scheduling change leaves every step as it is: its gain lives in the queue, which the serving
+    simulation of a workload with traffic: prices (analysis/serving.py); elsewhere the memo warns."""
+    return x
+
+
 def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
     """Vector-unit work to dequantize each element read in a changed format (KV and/or weights):
     free while a step is bandwidth-bound, a slowdown once it is compute-bound (the course's warning)."""
@@ -304,7 +310,7 @@ _FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
     "attention_flops": attention_flops, "score_bytes": score_bytes, "split_kv": split_kv,
     "weight_bytes": weight_bytes, "weight_quant": weight_quant, "sparsity": sparsity, "compute_dtype": compute_dtype,
     "linear_flops": linear_flops, "low_rank": low_rank, "speculative": speculative, "tp": tp, "batching": batching,
-    "dequant_ops": dequant_ops,
+    "dequant_ops": dequant_ops, "scheduler": scheduler,
 }
 
 # In the data's order (the model swap first, formats before their dequantization).

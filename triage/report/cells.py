@@ -143,6 +143,19 @@ def _nest(tree: dict[str, Any], lists: list[list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in zip(*children, strict=True)]
 
 
+def serving_json(result: dict[str, Any]) -> dict[str, Any]:
+    """A serving simulation as the JSON contract names it (NaN as null)."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        if isinstance(v, float) and not np.isfinite(v):
+            return None
+        return v
+    return clean(result)
+
+
 def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` cells (all when None) as the JSON contract describes them."""
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
@@ -158,6 +171,11 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
         out = _nest(_tree(names), lists)
         for cell, why in zip(out, words, strict=True):
             cell["reasons"] = why
+        m = ev.matrix
+        for (b, mi, hi), result in ev.serving.items():       # a workload's traffic: its simulation, one object
+            served = serving_json(result)
+            for i in np.flatnonzero((m.block_idx[:n] == b) & (m.model_idx[:n] == mi) & (m.hardware_idx[:n] == hi)):
+                out[i]["serving"] = served
     finally:
         if enabled:
             gc.enable()

@@ -57,6 +57,7 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
     "speculative": _spec_text,
     "tp": lambda n: f"tensor parallel over {n} GPUs",
     "batching": lambda s: f"batch slots {s['utilization'] * 100:g} % useful",
+    "scheduler": lambda s: "scheduler: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.items()),
     "dequant_ops": lambda v: "dequantization: " + (
         ", ".join(f"{ops:g} vector ops per {what} element" for what, ops in
                   (("KV", v.get("kv")), ("weight", v.get("weights"))) if ops is not None)

@@ -1,0 +1,245 @@
+"""The serving layer: a workload with `traffic:` replays its request stream through the engine's scheduler
+for the baseline and the claim (model/serving.py), at each rate, and searches the largest rate that meets the
+SLO; a scheduling card's end-to-end gain is that rate's gain (or the goodput's, where no rate meets it).
+
+Statistics leave out the first ``warmup`` share of the requests (the queue fills from empty); a rate's
+throughput counts the requests that finish inside the measured window (first measured arrival to last
+arrival), so above capacity it stops at what the engine completes while the queue grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import Problem, UserError
+from ..inputs import traffic as traffic_mod
+from ..inputs.claim import Claim
+from ..inputs.traffic import Lengths, Scheduler, Traffic
+from ..model import layers
+from ..model.iteration import IterationCost, iteration_cost
+from ..model.layers import Gaps
+from ..model.matrix import Matrix
+from ..model.serving import Outcome, Requests, simulate
+
+SEARCH_STEPS = 12             # bisection steps of the largest rate at the SLO (about 0.05 % of the bracket)
+
+
+def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
+    if spec.kind == "fixed":
+        return np.full(n, spec.a)
+    if spec.kind == "lognormal":
+        return np.maximum(np.round(spec.a * np.exp(spec.b * rng.standard_normal(n))), 1.0)
+    if spec.kind == "uniform":
+        return np.round(rng.uniform(spec.a, spec.b, n))
+    assert trace is not None
+    return np.resize(trace, n).astype(float)
+
+
+def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
+    """The request stream at ``rate`` (requests/s): the same lengths at every rate (one seed), arrivals
+    Poisson, gamma, or the trace's gaps scaled to the rate; a request longer than ``max_tokens`` (the KV the
+    engine holds) is cut to fit, its output kept."""
+    rng = np.random.default_rng(traffic.seed)
+    n = traffic.requests
+    t = traffic.trace
+    prompt = _lengths(traffic.prompt, None if t is None else t.prompt, n, rng)
+    output = _lengths(traffic.output, None if t is None else t.output, n, rng)
+    if traffic.arrivals == "trace":
+        assert t is not None
+        gaps = np.resize(np.diff(t.arrival), n)           # the trace's gaps, repeated past its end
+        gaps[0] = 0.0
+        mean = float(gaps[1:].mean()) if n > 1 else 1.0
+        arrival = np.cumsum(gaps) / (mean * rate) if mean > 0 else np.arange(n) / rate
+    elif traffic.arrivals == "gamma":
+        shape = 1.0 / traffic.cv ** 2
+        arrival = np.cumsum(rng.gamma(shape, 1.0 / (rate * shape), n))
+    else:
+        arrival = np.cumsum(rng.exponential(1.0 / rate, n))
+    output = np.clip(output, 1.0, max(max_tokens - 1.0, 1.0))
+    prompt = np.clip(prompt, 1.0, np.maximum(max_tokens - output, 1.0))
+    return Requests(arrival - arrival[0], prompt, output)
+
+
+def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float]:
+    """P50, P90, P99 and mean of (weighted) values, in seconds."""
+    if values.size == 0:
+        return {"p50": float("nan"), "p90": float("nan"), "p99": float("nan"), "mean": float("nan")}
+    w = np.ones_like(values) if weights is None else weights
+    order = np.argsort(values, kind="stable")
+    v, cw = values[order], np.cumsum(w[order])
+    q = {k: float(v[min(np.searchsorted(cw, p * cw[-1]), v.size - 1)]) for k, p in
+         (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+    return {**q, "mean": float(np.average(values, weights=w))}
+
+
+def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> dict[str, Any]:
+    """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law)."""
+    n = len(req)
+    start = int(np.floor(traffic.warmup * n))
+    keep = np.arange(start, n)
+    window = (float(req.arrival[start]), float(req.arrival[-1]))
+    span = max(window[1] - window[0], 1e-12)
+    done = out.done[keep]
+    finished = np.isfinite(done)
+    in_window = finished & (done <= window[1])
+    ttft = out.first[keep] - req.arrival[keep]
+    e2e = done - req.arrival[keep]
+    multi = finished & (req.output[keep] > 1)
+    tpot = (done[multi] - out.first[keep][multi]) / (req.output[keep][multi] - 1)
+    gaps, weights = out.token_gaps()
+    meets = finished.copy()
+    if traffic.slo_ttft_s is not None:
+        meets &= ttft <= traffic.slo_ttft_s
+    if traffic.slo_tbt_s is not None:
+        meets &= out.max_gap[keep] <= traffic.slo_tbt_s
+    if traffic.slo_tpot_s is not None:
+        tp = np.where(req.output[keep] > 1, (done - out.first[keep]) / np.maximum(req.output[keep] - 1, 1), 0.0)
+        meets &= tp <= traffic.slo_tpot_s
+    # Little's law over the window: the time-average number in the system against arrival rate × mean time
+    a, d = req.arrival[keep], np.where(finished, done, np.inf)
+    overlap = np.clip(np.minimum(d, window[1]) - np.maximum(a, window[0]), 0.0, None)
+    in_system = float(overlap.sum() / span)
+    arrivals_in = (n - start - 1) / span
+    return {
+        "rate_rps": rate,
+        "ttft_s": _summary(ttft[finished]), "tbt_s": _summary(gaps, weights), "tpot_s": _summary(tpot),
+        "e2e_s": _summary(e2e[finished]),
+        "throughput_rps": float(in_window.sum() / span),
+        "output_tokens_per_s": float(req.output[keep][in_window].sum() / span),
+        "goodput_rps": float((meets & in_window).sum() / span),
+        "slo_met": _slo_met(traffic, _summary(ttft[finished]), _summary(gaps, weights), finished.all()),
+        "mean_batch": out.batch_seconds / out.busy_s if out.busy_s else 0.0,
+        "preemptions": out.preemptions,
+        "requests": int(n - start), "warmup_requests": start, "simulated_s": float(np.nanmax(out.done)),
+        "littles_law": {"in_system": in_system, "rate_times_latency": arrivals_in * float(np.mean(e2e[finished]))
+                        if finished.all() else float("nan")},
+    }
+
+
+def _slo_met(traffic: Traffic, ttft: dict[str, float], tbt: dict[str, float], all_done: bool) -> bool:
+    """Whether a rate meets the SLO: TTFT and TBT at their percentiles (P99 unless the traffic says) within
+    their targets, and every request served."""
+    ok = all_done
+    if traffic.slo_ttft_s is not None:
+        ok = ok and ttft[traffic.ttft_at] <= traffic.slo_ttft_s
+    if traffic.slo_tbt_s is not None:
+        ok = ok and tbt[traffic.tbt_at] <= traffic.slo_tbt_s
+    return bool(ok)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One variant's engine: its iteration model (a decode pool's too, when disaggregated) and scheduler."""
+
+    cost: IterationCost
+    scheduler: Scheduler
+
+    def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
+        req = requests(traffic, rate, self.cost.kv_tokens)
+        return statistics(req, simulate(req, self.cost, self.scheduler), traffic, rate)
+
+    def gpus(self) -> int:
+        s = self.scheduler
+        return s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1
+
+
+def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
+    """The largest rate (requests/s) meeting the SLO, by doubling from ``hint`` then bisection; None without an
+    SLO or when even a rate 1/1000 of the hint fails."""
+    if traffic.slo_ttft_s is None and traffic.slo_tbt_s is None:
+        return None
+    low, high = 0.0, max(hint, 1e-3)
+    while side.run(traffic, high)["slo_met"]:
+        low, high = high, high * 2
+        if high > 1e6:
+            return low
+    if low == 0.0:
+        probe = high / 1000
+        if not side.run(traffic, probe)["slo_met"]:
+            return 0.0
+        low = probe
+    for _ in range(SEARCH_STEPS):
+        mid = (low + high) / 2
+        low, high = (mid, high) if side.run(traffic, mid)["slo_met"] else (low, mid)
+    return low
+
+
+def serve(base: Side, claim: Side, traffic: Traffic) -> dict[str, Any]:
+    """Both sides at every rate, the largest rate at the SLO of each (per GPU of the deployment), and the gain
+    the verdict reads: the max-rate ratio, else the goodput ratio at the highest rate."""
+    out: dict[str, Any] = {}
+    for name, side in (("baseline", base), ("claim", claim)):
+        rates = [side.run(traffic, r) for r in traffic.rates]
+        best = max_rate(side, traffic, max(traffic.rates))
+        out[name] = {"rates": rates, "max_rate_at_slo_rps": best, "gpus": side.gpus(),
+                     "kv_tokens": side.cost.kv_tokens, "scheduler": side.scheduler.policy}
+    b, c = out["baseline"], out["claim"]
+    per_gpu = (b["gpus"], c["gpus"])
+    if b["max_rate_at_slo_rps"] and c["max_rate_at_slo_rps"] is not None:
+        gain = (c["max_rate_at_slo_rps"] / per_gpu[1]) / (b["max_rate_at_slo_rps"] / per_gpu[0])
+        basis = "max_rate_at_slo"
+    else:
+        gb, gc = b["rates"][-1]["goodput_rps"], c["rates"][-1]["goodput_rps"]
+        gain = (gc / per_gpu[1]) / (gb / per_gpu[0]) if gb > 0 else float("nan")
+        basis = "goodput"
+    out["gain"] = {"end_to_end": gain, "basis": basis}
+    for name in ("baseline", "claim"):          # GPU-seconds a request costs at the rate the gain reads
+        side = out[name]
+        rate = side["max_rate_at_slo_rps"] if basis == "max_rate_at_slo" else side["rates"][-1]["goodput_rps"]
+        side["gpu_seconds_per_request"] = side["gpus"] / rate if rate else float("nan")
+    return out
+
+
+
+
+def price(m: Matrix, claim: Claim, g: Gaps) -> tuple[dict[tuple[int, int, int], dict[str, Any]], Gaps]:
+    """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
+    `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
+    GPU-seconds per request taken from the simulation."""
+    gain = np.full(len(m), np.nan)
+    base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
+    claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)
+    results: dict[tuple[int, int, int], dict[str, Any]] = {}
+    if not any(b.traffic is not None for b in m.blocks):
+        return results, g
+    engine = layers.engine_columns(m)
+    (base_ceff, base_beff), (claim_ceff, claim_beff) = layers.efficiencies(claim, engine["compute"],
+                                                                            engine["bandwidth"])
+    hw = layers.machine(m)
+    capacity = np.broadcast_to(m.column("memory_bytes", "hardware"), (len(m),))
+    reserve = np.broadcast_to(m.column("reserve_bytes"), (len(m),))
+    change = traffic_mod.parse_change(claim)
+
+    def one(x: Any, ceff: dict[str, Any], beff: dict[str, Any], i: int) -> IterationCost:
+        def at(v: Any) -> float:
+            return float(np.broadcast_to(v, (len(m),))[i])
+        return iteration_cost(x.take(np.array([i])), hw.take(np.array([i])), {k: at(v) for k, v in ceff.items()},
+                              {k: at(v) for k, v in beff.items()}, at(engine["overhead_s"]),
+                              at(engine["layer_overhead_s"]), at(engine["request_overhead_s"]), at(capacity),
+                              at(reserve))
+
+    for b, block in enumerate(m.blocks):
+        if block.traffic is None:
+            continue
+        cells = np.flatnonzero(m.block_idx == b)
+        pairs = {(int(m.model_idx[i]), int(m.hardware_idx[i])): int(i) for i in cells[::-1]}
+        for (mi, hi), i in pairs.items():
+            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler))
+            new = Side(one(g.claim.inputs, claim_ceff, claim_beff, i),
+                       traffic_mod.scheduler({**block.scheduler, **change}))
+            try:
+                result = serve(base, new, block.traffic)
+            except ValueError as exc:
+                raise UserError([Problem(block.name, path="$.traffic", message=(
+                    f"{m.models[mi].key} on {m.hardware[hi].key}: {exc}"))]) from None
+            results[(b, mi, hi)] = result
+            same = cells[(m.model_idx[cells] == mi) & (m.hardware_idx[cells] == hi)]
+            gain[same] = result["gain"]["end_to_end"]
+            base_req[same] = result["baseline"]["gpu_seconds_per_request"]
+            claim_req[same] = result["claim"]["gpu_seconds_per_request"]
+    served = ~np.isnan(gain)
+    return results, replace(g, speedup_end_to_end=np.where(served, gain, g.speedup_end_to_end),
+                            base_request_s=base_req, claim_request_s=claim_req)

@@ -1,0 +1,253 @@
+"""A workload's `traffic:` (the request stream a serving simulation replays) and `scheduler:` (the engine's
+policy), typed; request traces read from CSV or JSONL files (bounded, addressed errors, never echoed).
+
+Traces: the Azure LLM inference trace format (`TIMESTAMP,ContextTokens,GeneratedTokens`; Patel et al.,
+"Splitwise", ISCA 2024, CC-BY 4.0) or a plain `arrival_s,prompt_tokens,output_tokens` CSV or JSONL.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..defaults import LIMITS
+from ..errors import Problem, UserError
+from ..io.files import read_text
+from ..io.yamlio import Document
+from . import units
+
+AZURE = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+PLAIN = ("arrival_s", "prompt_tokens", "output_tokens")
+
+
+POLICIES = ("static", "continuous", "chunked", "disaggregated")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """An engine's scheduling policy and limits (the serving simulation's, model/serving.py)."""
+
+    policy: str = "continuous"
+    max_seqs: int = 256                  # sequences running at once
+    max_batched_tokens: int = 8192       # prompt tokens one prefill iteration takes (continuous, static)
+    token_budget: int = 512              # tokens one chunked iteration takes, decodes first
+    preemption: str = "recompute"        # or swap
+    kv: str = "paged"                    # paged (blocks as the sequence grows) or reserve (at admission)
+    reserve: str = "oracle"              # reserve: oracle (its true length), pow2 (output rounded up), max
+    max_length: int = 2048               # reserve max: the tokens each sequence is given
+    host_link_bytes_per_s: float = 25e9  # swap: KV to host and back (assumption: PCIe Gen4 x16, ~25 GB/s achieved)
+    prefill_gpus: int = 1                # disaggregated: instances of each pool
+    decode_gpus: int = 1
+    link_bytes_per_s: float = 25e9       # disaggregated: KV from a prefill to a decode instance (assumption)
+    link_latency_s: float = 0.0
+    prefix_share: float = 0.0            # requests whose prompt starts with a cached prefix
+    prefix_tokens: int = 0               # that prefix's length
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A request trace: arrival offsets (s, from its first request, ascending) and lengths (tokens)."""
+
+    file: str
+    arrival: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+
+    @property
+    def rate(self) -> float:
+        """Its mean arrival rate, requests per second."""
+        span = float(self.arrival[-1] - self.arrival[0])
+        return (len(self.arrival) - 1) / span if span > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Prompt or output lengths: a number, a log-normal (median, sigma), a uniform range, or the trace's."""
+
+    kind: str                    # fixed | lognormal | uniform | trace
+    a: float = 0.0               # the number, the median, or the low end
+    b: float = 0.0               # sigma, or the high end
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The request stream of a serving simulation and the SLOs its goodput counts."""
+
+    rates: tuple[float, ...]     # requests per second
+    arrivals: str                # poisson | gamma | trace
+    cv: float                    # gamma's coefficient of variation
+    trace: Trace | None
+    prompt: Lengths
+    output: Lengths
+    requests: int
+    seed: int
+    warmup: float                # share of the requests (the first by arrival) left out of the statistics
+    slo_ttft_s: float | None
+    slo_tbt_s: float | None
+    slo_tpot_s: float | None
+    ttft_at: str = "p99"         # the percentile the TTFT bound applies to
+    tbt_at: str = "p99"
+
+
+def _lengths(doc: Document, path: tuple[Any, ...], value: Any, problems: list[Problem]) -> Lengths:
+    if value == "trace":
+        return Lengths("trace")
+    if isinstance(value, (int, float)):
+        return Lengths("fixed", float(value))
+    if "lognormal" in value:
+        return Lengths("lognormal", float(value["lognormal"]["median"]), float(value["lognormal"]["sigma"]))
+    low, high = value["uniform"]
+    if low > high:
+        problems.append(doc.problem(path + ("uniform",), f"a range runs low to high: {low} > {high}"))
+    return Lengths("uniform", float(low), float(high))
+
+
+def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Problem]) -> Traffic:
+    """The schema-valid `traffic:` block at ``path``; a trace file is read here (relative to ``base``)."""
+    raw = doc.data
+    for part in path:
+        raw = raw[part]
+    arrivals = raw.get("arrivals", "poisson")
+    trace = None
+    kind, cv = "poisson", 1.0
+    if isinstance(arrivals, dict) and "gamma" in arrivals:
+        kind, cv = "gamma", float(arrivals["gamma"])
+    elif isinstance(arrivals, dict):
+        kind = "trace"
+        name = arrivals["trace"]
+        trace = read_trace(Path(name) if Path(name).is_absolute() else base / name, problems)
+    lengths = {k: _lengths(doc, path + (k,), raw.get(k, 512 if k == "prompt_tokens" else 128), problems)
+               for k in ("prompt_tokens", "output_tokens")}
+    if trace is None and any(v.kind == "trace" for v in lengths.values()):
+        problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
+    rates = tuple(float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw else []))
+    if not rates and trace is None:
+        problems.append(doc.problem(path, "traffic needs rate or rates (requests/s), or a trace to replay at its own"))
+    if not rates and trace is not None:
+        rates = (trace.rate,)
+    if "duration" in raw:
+        duration = _quantity(doc, path + ("duration",), raw["duration"], "time", problems)
+        requests = int(min(max(rates, default=1.0) * duration, LIMITS.serving_requests))
+    else:
+        requests = int(raw.get("requests", 2000))
+    if requests > LIMITS.serving_requests:
+        problems.append(doc.problem(path + ("requests",), (
+            f"{requests:,} requests; a simulation takes at most {LIMITS.serving_requests:,} (limit serving_requests)")))
+    slo = raw.get("slo", {})
+    times = {k: _quantity(doc, path + ("slo", k), slo[k], "time", problems) if k in slo else None
+             for k in ("ttft", "tbt", "tpot")}
+    return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
+                   int(raw.get("seed", 0)), float(raw.get("warmup", 0.1)), times["ttft"], times["tbt"],
+                   times["tpot"], slo.get("ttft_at", "p99"), slo.get("tbt_at", "p99"))
+
+
+def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:
+    try:
+        return units.parse(value, kind)
+    except units.UnitError as exc:
+        problems.append(doc.problem(path, str(exc)))
+        return math.nan
+
+
+def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -> dict[str, Any]:
+    """The schema-valid `scheduler:` block at ``path``, its links in bytes/s and latency in seconds."""
+    raw = doc.data
+    for part in path:
+        raw = raw[part]
+    out = dict(raw)
+    for key, kind in (("link", "bandwidth"), ("host_link", "bandwidth"), ("link_latency", "time")):
+        if key in out:
+            out[key] = 0.0 if kind == "time" and out[key] == 0 else _quantity(doc, path + (key,), out[key], kind,
+                                                                               problems)
+    return out
+
+
+def scheduler(raw: dict[str, Any] | None) -> Scheduler:
+    """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler."""
+    raw = dict(raw or {})
+    prefix = raw.pop("prefix_caching", None)
+    if prefix:
+        raw |= {"prefix_share": float(prefix["share"]), "prefix_tokens": int(prefix["tokens"])}
+    for key in ("link", "host_link"):
+        if key in raw:
+            raw[f"{key}_bytes_per_s"] = raw.pop(key)
+    if "link_latency" in raw:
+        raw["link_latency_s"] = raw.pop("link_latency")
+    return Scheduler(**raw)
+
+
+def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
+    """A request trace (Azure's CSV, a plain CSV or JSONL): rows bounded, values checked, sorted by arrival."""
+    file = str(path)
+    try:
+        text = read_text(path)
+    except UserError as exc:
+        problems += exc.problems
+        return None
+    rows: list[tuple[float, float, float]] = []
+    if path.suffix == ".jsonl":
+        lines = text.splitlines()
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                rows.append((float(r["arrival_s"]), float(r["prompt_tokens"]), float(r["output_tokens"])))
+            except (ValueError, KeyError, TypeError):
+                problems.append(Problem(file, n, 1, "$", f"expected {{{', '.join(PLAIN)}}} numbers"))
+                return None
+    else:
+        reader = csv.reader(io.StringIO(text))
+        head = next(reader, [])
+        head = [h.strip().lstrip("\ufeff") for h in head]
+        azure = tuple(head[:3]) == AZURE
+        if not azure and tuple(head[:3]) != PLAIN:
+            problems.append(Problem(file, 1, 1, "$", f"expected the columns {', '.join(AZURE)} (Azure's trace) or "
+                                                      f"{', '.join(PLAIN)}"))
+            return None
+        start: datetime | None = None
+        for n, r in enumerate(reader, start=2):
+            if not r:
+                continue
+            try:
+                if azure:
+                    stamp = datetime.fromisoformat(r[0].strip()[:26])
+                    start = start or stamp
+                    arrival = (stamp - start).total_seconds()
+                else:
+                    arrival = float(r[0])
+                rows.append((arrival, float(r[1]), float(r[2])))
+            except (ValueError, IndexError):
+                problems.append(Problem(file, n, 1, "$", "expected a time and two token counts"))
+                return None
+            if len(rows) > LIMITS.serving_requests:
+                problems.append(Problem(file, n, 1, "$", (
+                    f"more than {LIMITS.serving_requests:,} requests (limit serving_requests)")))
+                return None
+    a = np.array(rows, dtype=float).reshape(-1, 3)
+    if len(a) < 2 or not np.isfinite(a).all() or (a[:, 1:] < 0).any() or (a[:, 1:] > 1e7).any():
+        problems.append(Problem(file, path="", message="a trace needs two or more requests with finite, non-negative "
+                                                        "times and token counts below 10 million"))
+        return None
+    a = a[np.argsort(a[:, 0], kind="stable")]
+    return Trace(file, a[:, 0] - a[0, 0], np.maximum(a[:, 1], 1.0), np.maximum(a[:, 2], 1.0))
+
+
+def parse_change(claim: Any) -> dict[str, Any]:
+    """A card's `change.scheduler`, its links and latency in base units (errors addressed to the card)."""
+    raw = dict(claim.change.get("scheduler") or {})
+    for key, kind in (("link", "bandwidth"), ("host_link", "bandwidth"), ("link_latency", "time")):
+        if key in raw and not (kind == "time" and raw[key] == 0):
+            try:
+                raw[key] = units.parse(raw[key], kind)
+            except units.UnitError as exc:
+                raise UserError([Problem(claim.file, path=f"$.change.scheduler.{key}", message=str(exc))]) from None
+    return raw

@@ -1,0 +1,140 @@
+"""One scheduler iteration's time from the cost model: a batch mixing decodes and prefill chunks.
+
+An iteration is summed by five statistics: T new tokens, R sequences that emit a token (logit rows), D KV
+tokens the decodes and chunks read, P query-key pairs the prefill chunks attend, and the fixed costs. Each
+group's FLOPs, vector ops and bytes are affine in (T, R, D, P); the coefficients are read off the cost
+model's own ``step_cost`` at five probe steps of the cell (decode at batch 1 and 2, a longer context, a
+prefill of 1 and 2 tokens), so the serving simulation prices exactly what a step prices (a pure decode of B
+sequences at context C, a prefill of one prompt: ``tests/model/test_iteration.py``). Dense models only: the
+experts a step touches and the embedding rows saturate, which the affine form does not (MoE cards keep their
+step-level layers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .roofline import GROUPS, Machine, StepInputs, comm_time, group_times, step_cost
+
+ATTENTION = GROUPS.index("attention")
+
+# probe steps: (decode, batch, context); the statistics (T, R, D, P) each one has, for a context C0, C0 + dC
+_C0, _DC = 64.0, 64.0
+_PROBES = ((True, 1.0, _C0), (True, 2.0, _C0), (True, 1.0, _C0 + _DC), (False, 1.0, 1.0), (False, 1.0, 2.0))
+_STATS = np.array([[1, 1, 1, _C0, 0], [1, 2, 2, 2 * _C0, 0], [1, 1, 1, _C0 + _DC, 0],
+                   [1, 1, 1, 0, 1], [1, 2, 1, 0, 3]], dtype=float)          # columns: 1, T, R, D, P
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """Seconds of one iteration as Σ_g max(compute_g, memory_g) + all-reduces + fixed, each side affine in
+    the iteration's statistics; ``kv_bytes_per_token`` and ``free_bytes`` are the memory a sequence's KV takes
+    and the room for it (per GPU)."""
+
+    compute: np.ndarray          # groups × 5 coefficients (seconds per unit of 1, T, R, D, P)
+    memory: np.ndarray
+    busy_per_decode: float       # share of the SMs one decode sequence's attention keeps busy (1 with split KV)
+    comm: np.ndarray             # 2 coefficients: 1, T
+    step_s: float                # fixed per iteration: the step overhead and the layers' launches
+    request_s: float             # fixed per new request (its first prefill chunk)
+    kv_bytes_per_token: float
+    free_bytes: float            # HBM left for KV after weights and reserve
+    # the coefficients as plain floats, for the per-iteration paths
+    _compute: list[list[float]] = field(init=False, repr=False, compare=False)
+    _memory: list[list[float]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compute", self.compute.tolist())
+        object.__setattr__(self, "_memory", self.memory.tolist())
+
+    def time(self, t: np.ndarray, r: np.ndarray, d: np.ndarray, p: np.ndarray, new_requests: np.ndarray
+             ) -> np.ndarray:
+        """Seconds of iterations with these statistics (arrays broadcast). A decode-only iteration's attention
+        reads at the SM occupancy its sequences reach (layers.decode_occupancy), as a decode step does."""
+        x = np.stack(np.broadcast_arrays(np.ones_like(t, dtype=float), t, r, d, p), axis=-1)
+        memory = x @ self.memory.T
+        occupancy = np.where(np.asarray(p) > 0, 1.0, np.minimum(1.0, np.asarray(r, dtype=float) * self.busy_per_decode))
+        memory[..., ATTENTION] = memory[..., ATTENTION] / np.maximum(occupancy, 1e-9)
+        side = np.maximum(x @ self.compute.T, memory).sum(axis=-1)
+        return side + self.comm[0] + self.comm[1] * t + self.step_s + self.request_s * new_requests
+
+    def decode_line(self, b: int, d0: float) -> tuple[list[tuple[float, float, float, float]], float]:
+        """Decode-only iterations of b sequences whose contexts sum to d0 at the first and grow by b a step: per
+        group (compute at step 0, its growth a step, memory at step 0, its growth), and the constant seconds."""
+        occupancy = max(min(1.0, b * self.busy_per_decode), 1e-9)
+        line = []
+        for g, (c, m) in enumerate(zip(self._compute, self._memory, strict=True)):
+            c0 = c[0] + (c[1] + c[2]) * b + c[3] * d0
+            m0 = m[0] + (m[1] + m[2]) * b + m[3] * d0
+            scale = 1.0 / occupancy if g == ATTENTION else 1.0
+            line.append((c0, c[3] * b, m0 * scale, m[3] * b * scale))
+        return line, self.comm[0] + self.comm[1] * b + self.step_s
+
+    @staticmethod
+    def first_step(line: list[tuple[float, float, float, float]], const: float) -> float:
+        """The first iteration of a decode line, in seconds."""
+        return const + sum(c0 if c0 > m0 else m0 for c0, _, m0, _ in line)
+
+    @staticmethod
+    def steps(line: list[tuple[float, float, float, float]], const: float, k: int) -> np.ndarray:
+        """The k iterations of a decode line, in seconds."""
+        s = np.arange(k, dtype=float)
+        total = np.full(k, const)
+        for c0, cs, m0, ms in line:
+            total += np.maximum(c0 + cs * s, m0 + ms * s)
+        return total
+
+    def scalar(self, t: float, r: float, d: float, p: float, new_requests: float) -> float:
+        """``time`` of one iteration, in plain floats (the simulation's per-iteration path)."""
+        x = (1.0, t, r, d, p)
+        total = 0.0
+        for k, (cg, mg) in enumerate(zip(self._compute, self._memory, strict=True)):
+            c = sum(a * b for a, b in zip(cg, x, strict=True))
+            m = sum(a * b for a, b in zip(mg, x, strict=True))
+            if k == ATTENTION and p <= 0:
+                m /= max(min(1.0, r * self.busy_per_decode), 1e-9)
+            total += c if c > m else m
+        return total + self.comm[0] + self.comm[1] * t + self.step_s + self.request_s * new_requests
+
+    @property
+    def kv_tokens(self) -> float:
+        """KV tokens the free memory holds."""
+        return max(self.free_bytes, 0.0) / self.kv_bytes_per_token
+
+
+def _probe(x: StepInputs) -> StepInputs:
+    """The cell's inputs at the five probe steps (one cell in, five out)."""
+    n = len(_PROBES)
+    decode = np.array([p[0] for p in _PROBES])
+    batch = np.array([p[1] for p in _PROBES])
+    context = np.array([p[2] for p in _PROBES])
+    one = x.take(np.zeros(n, dtype=int))
+    return replace(one, decode=decode, batch=batch, context=context, kv_read_tokens=context,
+                   kv_stored_tokens=context, query_tokens=np.asarray(1.0), prefix_fraction=np.asarray(0.0))
+
+
+def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dict[str, float], step_s: float,
+                   layer_s: float, request_s: float, capacity: float, reserve: float) -> IterationCost:
+    """The iteration model of one cell (``x`` and ``hw`` hold that one cell) at its efficiencies per group and
+    fixed costs; KV per token inflated by the cell's fragmentation (memory_waste)."""
+    probe = _probe(x)
+    cost = step_cost(probe)
+    first = Machine(*(np.ravel(getattr(hw, f))[0] for f in ("peak", "vector_peak", "bandwidth", "link_bandwidth",
+                                                            "link_latency", "sms")))
+    sides = group_times(cost, first.peak, first.bandwidth, ceff, beff, first.vector_peak)
+    inv = np.linalg.inv(_STATS)
+    compute = np.stack([inv @ np.broadcast_to(sides[g][0], (len(_PROBES),)) for g in GROUPS])
+    memory = np.stack([inv @ np.broadcast_to(sides[g][1], (len(_PROBES),)) for g in GROUPS])
+    comm = comm_time(probe, first.link_bandwidth, first.link_latency)
+    comm_coef = np.array([2 * comm[0] - comm[1], comm[1] - comm[0]])          # batch 1 and 2 decodes: T = 1, 2
+    per_token = float(np.ravel(x.kv_elements_per_token * x.kv_stored_bpe / x.tp)[0])
+    head = x.stored_params - x.body_params - x.routed_expert_params
+    weights = float(np.ravel(((x.stored_params - head) * x.weight_stored_bpe + head * x.head_stored_bpe) / x.tp)[0])
+    layers = float(np.ravel(x.layers)[0])
+    split = bool(np.ravel(x.split_kv)[0])
+    busy = 1.0 if split or not np.isfinite(first.sms) else float(np.ravel(x.heads / x.tp)[0]) / float(first.sms)
+    waste = float(np.ravel(x.memory_waste)[0])
+    return IterationCost(compute, memory, busy, comm_coef, step_s + layer_s * layers, request_s,
+                         per_token / (1.0 - waste), capacity - weights - reserve)
