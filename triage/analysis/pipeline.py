@@ -121,6 +121,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
     found += [w for w in check.get("warnings", []) if w not in found]
+    if "scheduler" in claim.change and not served:
+        found.append({"code": "scheduler-unpriced", "message": (
+            "change.scheduler acts on the request queue, and no workload here has traffic: (a request stream): the "
+            "steps are priced unchanged; give a workload traffic: and a scheduler: (e.g. examples/serving-conv.yaml) "
+            "to price it")})
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
-                      regions.analyse(claim, m, models) if analyse else None, baseline=overrides,
+                      regions.analyse(claim, m, models, served) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served)

@@ -15,11 +15,11 @@ import numpy as np
 
 from ..defaults import CROSSOVER_BATCHES, CROSSOVER_CONTEXTS, LIMITS, LONG_CONTEXT_TOKENS, SLO_BATCHES
 from ..inputs.claim import Claim
-from ..inputs.registry import changes_format
+from ..inputs.registry import changes_format, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, verdicts
 from ..model.matrix import Matrix
-from . import decision
+from . import decision, serving
 
 
 @dataclass(frozen=True)
@@ -180,11 +180,17 @@ def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
     return out
 
 
-def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Sensitivity, ...]:
-    """The fleet gain (end-to-end) and decision as the card's uncertain inputs move."""
+def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None
+                ) -> tuple[Sensitivity, ...]:
+    """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
+    takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
+    simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise)."""
     rows = []
     for name, value, variant in _variants(claim):
         g = layers.compute(m, variant, models)
+        if served:
+            same = name == "quality retained" or not touched_groups(claim.change)
+            g = serving.price(m, variant, g, served if same else None)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
         rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
@@ -226,7 +232,7 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
                     slo if np.isfinite(slo) else None)
 
 
-def analyse(claim: Claim, m: Matrix, models: dict[str, Model]) -> Analysis:
+def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None) -> Analysis:
     """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
-                    sensitivity(claim, m, models), frontier(claim, m, models))
+                    sensitivity(claim, m, models, served), frontier(claim, m, models))

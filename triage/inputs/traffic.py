@@ -93,8 +93,9 @@ class Traffic:
     slo_ttft_s: float | None
     slo_tbt_s: float | None
     slo_tpot_s: float | None
-    ttft_at: str = "p99"         # the percentile the TTFT bound applies to
+    ttft_at: str = "p99"         # the percentile each bound applies to
     tbt_at: str = "p99"
+    tpot_at: str = "p99"
 
 
 def _lengths(doc: Document, path: tuple[Any, ...], value: Any, problems: list[Problem]) -> Lengths:
@@ -146,7 +147,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
              for k in ("ttft", "tbt", "tpot")}
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
                    int(raw.get("seed", 0)), float(raw.get("warmup", 0.1)), times["ttft"], times["tbt"],
-                   times["tpot"], slo.get("ttft_at", "p99"), slo.get("tbt_at", "p99"))
+                   times["tpot"], slo.get("ttft_at", "p99"), slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"))
 
 
 def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:

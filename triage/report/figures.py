@@ -410,6 +410,56 @@ def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title:
     return c.svg()
 
 
+def latency_rate(series: list[dict[str, Any]], slo: dict[str, tuple[float, str]], title: str) -> str:
+    """P99 TTFT and P99 time-between-tokens against the offered rate (requests/s), baseline solid with dots,
+    claim dashed with triangles; each SLO (bound, the percentile it holds at) a horizontal line in its metric's
+    colour."""
+    rates = [r for s in series for r in s["rate_rps"]]
+    times = [t for s in series for k in ("ttft_p99_s", "tbt_p99_s") for t in s[k] if t and t > 0]
+    if not rates or not times:
+        return ""
+    c = Canvas(title, "offered load, requests/s", "P99 latency (log scale)")
+    span = times + [v for v, _ in slo.values()]
+    y_lo, y_hi = min(span) / 1.5, max(span) * 1.5
+    x_lo, x_hi = 0.0, max(rates) * 1.05
+
+    def sx(v: float) -> float:
+        return c.x0 + (v - x_lo) / (x_hi - x_lo) * (c.x1 - c.x0)
+
+    sy = _log_scale(y_lo, y_hi, c.y1, c.y0)
+    step = max(rates) / 5
+    c.ticks_x([round(step * i, 6) for i in range(6)], sx, lambda v: f"{v:g}", x_lo, x_hi)
+    c.ticks_y([m * d for d in _decades(y_lo, y_hi) for m in (1, 2, 5)], sy, _seconds, y_lo, y_hi)
+    metrics = (("ttft_p99_s", "P99 TTFT", STYLE.lines[0]), ("tbt_p99_s", "P99 TBT", STYLE.lines[1 % len(STYLE.lines)]))
+    for key, name, color in metrics:
+        if key in slo:
+            bound, at = slo[key]
+            y = sy(bound)
+            c.shapes.append(f'<line x1="{c.x0}" y1="{y:.1f}" x2="{c.x1}" y2="{y:.1f}" stroke="{color}" '
+                            f'stroke-dasharray="2,4"/>')
+            c.legend.append(("dash", color, f"SLO: {name.split()[-1]} at {at.upper()} ≤ {_seconds(bound)}"))
+        for n, sd in enumerate(series):
+            pts = [(r, t) for r, t in zip(sd["rate_rps"], sd[key], strict=True) if t and t > 0]
+            if not pts:
+                continue
+            d = " ".join(f"{'M' if i == 0 else 'L'}{sx(r):.1f},{sy(min(t, y_hi)):.1f}" for i, (r, t) in enumerate(pts))
+            dash = ' stroke-dasharray="6,3"' if n else ""
+            c.shapes.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
+            for r, t in pts:
+                x, y = sx(r), sy(min(t, y_hi))
+                tip = f'<title>{escape(sd["name"])} {name} at {r:g} req/s: {_seconds(t)}</title>'
+                c.shapes.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">{tip}</circle>' if not n else
+                                f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 3:.1f} L{x - 4:.1f},{y + 3:.1f} Z" '
+                                f'fill="{color}">{tip}</path>')
+                c.boxes.append((Box(x - 4, y - 4, x + 4, y + 4), ""))
+            c.legend.append(("line", color, f"{name}, {sd['name']}" + (" (dashed)" if n else "")))
+    return c.svg()
+
+
+def _seconds(v: float) -> str:
+    return f"{v * 1e3:g} ms" if v < 1 else f"{v:g} s"
+
+
 def to_png(svg: str) -> bytes:
     """The figure as PNG (the `png` extra: resvg, a self-contained SVG renderer)."""
     try:

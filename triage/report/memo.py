@@ -14,6 +14,7 @@ from ..model import layers
 from ..model.roofline import step_time
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import figures as figures_mod
+from . import serving as serving_view
 from .describe import describe
 from .result import Result
 from .templates import Trusted, render
@@ -97,6 +98,9 @@ def figure_data(result: Result) -> dict[str, str]:
     series, slo, title = _frontier(result)
     if series:
         out["latency"] = figures_mod.latency_throughput(series, slo, title)
+    served, bounds, title = serving_view.figure_series(ev)
+    if served:
+        out["serving"] = figures_mod.latency_rate(served, bounds, title)
     return out
 
 
@@ -128,7 +132,9 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     slo_gain = {t["cell"]: t["gain"] for t in d.get("analysis", {}).get("slo_throughput", [])}
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for i, c in enumerate(d["cells"]):
-        e2e, at_slo = c["speedup"]["end_to_end"], slo_gain.get(i)
+        # a workload with traffic: the serving simulation's gain at its SLO (the largest rate meeting it)
+        e2e = c["speedup"]["end_to_end"]
+        at_slo = c["serving"]["gain"]["end_to_end"] if "serving" in c else slo_gain.get(i)
         key = (c["workload"], c["model"], c["phase"], c["context"], c["batch"], c["verdict"], c.get("marginal"),
                None if e2e is None else round(e2e, 3), None if at_slo is None else round(at_slo, 2))
         row = groups.setdefault(key, {"workload": c["workload"], "model": c["model"], "phase": c["phase"],
@@ -214,6 +220,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
                             "here decodes"),
         "figures_note": figures if isinstance(figures, str) else "",
         "figure_points": LIMITS.figure_points,
+        "serving": serving_view.views(result.evaluation),
         "marker": Trusted(MARKER),
     }
 

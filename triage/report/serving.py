@@ -1,0 +1,92 @@
+"""The serving simulation in the memo: a table per workload with traffic, the words that explain its gain
+(batch, memory, queueing), and the latency–rate figure's series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.evaluation import Evaluation
+from ..inputs import units
+
+
+def _t(v: float | None) -> str:
+    return units.fmt_time(v) if v is not None and v == v else "—"
+
+
+def _why(b: dict[str, Any], c: dict[str, Any], gain: dict[str, Any]) -> str:
+    """The gain in terms of batch, memory and queueing, at the highest rate both sides were run at."""
+    rb, rc = b["rates"][-1], c["rates"][-1]
+    parts = [f"at {rb['rate_rps']:g} requests/s the baseline runs {rb['mean_batch']:.1f} sequences a step on "
+             f"average and the claim {rc['mean_batch']:.1f}"]
+    changed = [f"{k.replace('_', ' ')} {b['scheduler_config'][k]} → {v}" for k, v in c["scheduler_config"].items()
+               if b["scheduler_config"].get(k) != v]
+    if changed:
+        parts.append("the scheduler changes " + ", ".join(changed))
+    if abs(c["kv_tokens"] - b["kv_tokens"]) > 0.01 * b["kv_tokens"]:
+        parts.append(f"the KV cache holds {b['kv_tokens']:,.0f} → {c['kv_tokens']:,.0f} tokens")
+    if rb["preemptions"] or rc["preemptions"]:
+        parts.append(f"preemptions {rb['preemptions']:,} → {rc['preemptions']:,}")
+    parts.append(f"median TTFT (queueing and prefill) {_t(rb['ttft_s']['p50'])} → {_t(rc['ttft_s']['p50'])}, "
+                 f"P99 time between tokens {_t(rb['tbt_s']['p99'])} → {_t(rc['tbt_s']['p99'])} (a decode waits "
+                 f"for every prefill the scheduler puts before it)")
+    if gain["basis"] == "max_rate_at_slo":
+        parts.append(f"the SLO holds up to {b['max_rate_at_slo_rps']:.3g} → {c['max_rate_at_slo_rps']:.3g} "
+                     f"requests/s" + (" per GPU" if b["gpus"] > 1 or c["gpus"] > 1 else "")
+                     + f": {gain['end_to_end']:.2f}×, the end-to-end gain the verdict reads")
+    else:
+        parts.append(f"no rate meets the SLO on the baseline: the gain is the goodput's at {rb['rate_rps']:g} "
+                     f"requests/s, {gain['end_to_end']:.2f}×")
+    return "; ".join(parts)
+
+
+def views(ev: Evaluation) -> list[dict[str, Any]]:
+    """One entry per simulated workload × model × chip: its traffic, rows per rate, the gain in words."""
+    m = ev.matrix
+    out = []
+    for (bi, mi, hi), r in ev.serving.items():
+        block = m.blocks[bi]
+        t = block.traffic
+        assert t is not None
+        b, c = r["baseline"], r["claim"]
+        first = b["rates"][0]
+        slo = [f"{name} ≤ {_t(v)} ({at})" for name, v, at in (("TTFT", t.slo_ttft_s, t.ttft_at),
+                                                               ("TBT", t.slo_tbt_s, t.tbt_at),
+                                                               ("TPOT", t.slo_tpot_s, t.tpot_at)) if v]
+        rows = [{"rate": x["rate_rps"], "side": side, "ttft_p50": _t(x["ttft_s"]["p50"]),
+                 "ttft_p99": _t(x["ttft_s"]["p99"]), "tbt_p50": _t(x["tbt_s"]["p50"]), "tbt_p99": _t(x["tbt_s"]["p99"]),
+                 "tpot_p50": _t(x["tpot_s"]["p50"]),
+                 "throughput": x["throughput_rps"], "goodput": x["goodput_rps"], "batch": x["mean_batch"],
+                 "slo_met": x["slo_met"]}
+                for x_b, x_c in zip(b["rates"], c["rates"], strict=True)
+                for side, x in (("baseline", x_b), ("claim", x_c))]
+        arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
+                    "trace": "the trace's arrival gaps scaled to each rate"}[t.arrivals]
+        out.append({
+            "workload": block.name, "model": m.models[mi].key, "hardware": m.hardware[hi].key,
+            "traffic": (f"{first['requests'] + first['warmup_requests']:,} requests a rate, {arrivals}; the first "
+                        f"{first['warmup_requests']:,} (warm-up) left out of the statistics; the lowest rate "
+                        f"simulates {_t(first['simulated_s'])}"),
+            "scheduler": f"{b['scheduler']} → {c['scheduler']}",
+            "slo": "; ".join(slo) or "none (no largest rate is searched)",
+            "max_rate": (b["max_rate_at_slo_rps"], c["max_rate_at_slo_rps"]),
+            "gain": r["gain"]["end_to_end"], "rows": rows, "why": _why(b, c, r["gain"]),
+        })
+    return out
+
+
+def figure_series(ev: Evaluation) -> tuple[list[dict[str, Any]], dict[str, tuple[float, str]], str]:
+    """The first simulated workload's P99 TTFT and TBT per rate, baseline and claim, its SLO, a title."""
+    if not ev.serving:
+        return [], {}, ""
+    (bi, mi, hi), r = next(iter(ev.serving.items()))
+    t = ev.matrix.blocks[bi].traffic
+    assert t is not None
+    series = [{"name": name, "rate_rps": [x["rate_rps"] for x in r[key]["rates"]],
+               "ttft_p99_s": [x["ttft_s"]["p99"] for x in r[key]["rates"]],
+               "tbt_p99_s": [x["tbt_s"]["p99"] for x in r[key]["rates"]]}
+              for name, key in (("baseline", "baseline"), ("claim", "claim"))]
+    title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].key} on "
+             f"{ev.matrix.hardware[hi].key} (serving simulation)")
+    bounds = {k: (v, at) for k, v, at in (("ttft_p99_s", t.slo_ttft_s, t.ttft_at), ("tbt_p99_s", t.slo_tbt_s, t.tbt_at))
+              if v is not None}
+    return series, bounds, title
