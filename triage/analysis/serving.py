@@ -138,9 +138,10 @@ class Side:
 
     cost: IterationCost
     scheduler: Scheduler
+    window: float = float("inf")      # the model's trained context: no request runs longer
 
     def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
-        req = requests(traffic, rate, self.cost.kv_tokens)
+        req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
         return statistics(req, simulate(req, self.cost, self.scheduler), traffic, rate)
 
     def gpus(self) -> int:
@@ -241,9 +242,10 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tup
                 base_req[same] = known[(b, mi, hi)]["baseline"]["gpu_seconds_per_request"]
                 claim_req[same] = known[(b, mi, hi)]["claim"]["gpu_seconds_per_request"]
                 continue
-            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler))
+            window = float(m.models[mi].max_context or np.inf)
+            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler), window)
             new = Side(one(g.claim.inputs, claim_ceff, claim_beff, i),
-                       traffic_mod.scheduler({**block.scheduler, **change}))
+                       traffic_mod.scheduler({**block.scheduler, **change}), window)
             try:
                 result = serve(base, new, block.traffic)
             except ValueError as exc:

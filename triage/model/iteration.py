@@ -88,11 +88,10 @@ class IterationCost:
 
     def scalar(self, t: float, r: float, d: float, p: float, new_requests: float) -> float:
         """``time`` of one iteration, in plain floats (the simulation's per-iteration path)."""
-        x = (1.0, t, r, d, p)
         total = 0.0
-        for k, (cg, mg) in enumerate(zip(self._compute, self._memory, strict=True)):
-            c = sum(a * b for a, b in zip(cg, x, strict=True))
-            m = sum(a * b for a, b in zip(mg, x, strict=True))
+        for k, ((c0, c1, c2, c3, c4), (m0, m1, m2, m3, m4)) in enumerate(zip(self._compute, self._memory, strict=True)):
+            c = c0 + c1 * t + c2 * r + c3 * d + c4 * p
+            m = m0 + m1 * t + m2 * r + m3 * d + m4 * p
             if k == ATTENTION and p <= 0:
                 m /= max(min(1.0, r * self.busy_per_decode), 1e-9)
             total += c if c > m else m

@@ -24,6 +24,7 @@ step), so the Python loop runs once per event, not per token.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -56,73 +57,78 @@ class Outcome:
     first: np.ndarray
     done: np.ndarray
     max_gap: np.ndarray
-    gaps: list[np.ndarray] = field(default_factory=list)       # arrays of gaps (s), each element weighing ...
-    gap_weight: list[float] = field(default_factory=list)      # ... this many tokens
+    gaps: list[np.ndarray] = field(default_factory=list)       # arrays of gaps (s) ...
+    weights: list[np.ndarray] = field(default_factory=list)    # ... and the tokens each stands for
     busy_s: float = 0.0
     batch_seconds: float = 0.0
     preemptions: int = 0
-
-    def add_gaps(self, values: np.ndarray, weight: float) -> None:
-        self.gaps.append(np.atleast_1d(np.asarray(values, dtype=float)))
-        self.gap_weight.append(weight)
 
     def token_gaps(self) -> tuple[np.ndarray, np.ndarray]:
         """Every gap between two tokens of a request (s), with how many tokens each value stands for."""
         if not self.gaps:
             return np.zeros(0), np.zeros(0)
-        return (np.concatenate(self.gaps),
-                np.concatenate([np.full(a.size, w) for a, w in zip(self.gaps, self.gap_weight, strict=True)]))
+        return np.concatenate(self.gaps), np.concatenate(self.weights)
 
 
 WATERMARK = 0.01             # share of the KV cache an admission leaves free (vLLM's watermark default, assumed)
 
 
-def _pairs(n: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """Query-key pairs of a causal chunk of n tokens after ``prior`` cached ones: n·prior + n(n+1)/2."""
-    return n * prior + n * (n + 1.0) / 2.0
-
-
 class _Engine:
-    """One instance's state: the waiting queue, the running batch and the KV it holds."""
+    """One instance's state: the waiting queue, the running batch and the KV it holds. Per-request state is
+    kept in plain lists (the loop touches a few entries an event; numpy's per-call cost would dominate)."""
 
     def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, decode_only: bool = False):
         self.req, self.cost, self.s = req, cost, sched
         n = len(req)
-        self.out = Outcome(np.full(n, np.nan), np.full(n, np.nan), np.zeros(n))
         self.decode_only = decode_only
         cached = np.zeros(n)
         if sched.prefix_share > 0 and sched.prefix_tokens > 0:
             hit = (np.arange(n) * sched.prefix_share) % 1.0 + sched.prefix_share > 1.0 - 1e-12   # evenly spread
             cached = np.where(hit, np.minimum(sched.prefix_tokens, req.prompt - 1), 0.0)
-        self.prefill_left = (req.prompt - cached).astype(float) if not decode_only else np.zeros(n)
-        self.ctx = cached.astype(float) if not decode_only else req.prompt.astype(float)
-        self.out_left = req.output.astype(float)
-        self.last = np.full(n, np.nan)
-        self.started = np.zeros(n, dtype=bool)
-        self.charged = np.zeros(n, dtype=bool)         # its per-request fixed cost paid (first prefill chunk)
+        prompt = req.prompt.astype(float)
+        self.pre: list[float] = ([0.0] * n) if decode_only else (prompt - cached).tolist()
+        self.ctx: list[float] = prompt.tolist() if decode_only else cached.tolist()
+        self.left: list[float] = req.output.astype(float).tolist()
+        self.last: list[float] = [0.0] * n
+        self.gap: list[float] = [0.0] * n            # the longest gap between two of its tokens
+        self.first: list[float] = [math.nan] * n
+        self.done: list[float] = [math.nan] * n
+        self.started = [False] * n
+        self.charged = [False] * n                    # its per-request fixed cost paid (first prefill chunk)
+        self.swapped = [False] * n
+        self.arrival: list[float] = req.arrival.tolist()
         self.kv_cap = cost.kv_tokens
         self.kv_used = 0.0
         self.paged = sched.kv == "paged"
         out = req.output.astype(float)
         room = {"oracle": out, "pow2": 2.0 ** np.ceil(np.log2(np.maximum(out, 1.0))),
-                "max": np.maximum(sched.max_length - req.prompt, out)}[sched.reserve]
-        self.reservation = req.prompt + room                # reserve: tokens held from admission to the end
+                "max": np.maximum(sched.max_length - prompt, out)}[sched.reserve]
+        # reserve: tokens held from admission to the end (never more than the cache: a sequence that fits runs)
+        self.reservation: list[float] = np.minimum(prompt + room, np.maximum(self.kv_cap, prompt + out)).tolist()
         self.now = 0.0
         self.next = 0                    # next request not yet arrived
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
-        self.swapped = np.zeros(n, dtype=bool)
+        self.prefilling = 0              # running requests with prompt tokens still to prefill
+        self.gaps: list[float] = []      # token gaps (s) and how many tokens each stands for
+        self.weights: list[float] = []
+        self.busy_s = self.batch_seconds = 0.0
+        self.preemptions = 0
 
     # -- admission -------------------------------------------------------------------------------------------
     def _arrive(self) -> None:
-        while self.next < len(self.req) and self.req.arrival[self.next] <= self.now:
+        n = len(self.arrival)
+        while self.next < n and self.arrival[self.next] <= self.now:
             self.waiting.append(self.next)
             self.next += 1
 
     def _need(self, i: int) -> float:
         """KV tokens request i holds once admitted: paged, its context and its prompt still to prefill; reserved,
         its reservation."""
-        return self.ctx[i] + self.prefill_left[i] if self.paged else float(self.reservation[i])
+        return self.ctx[i] + self.pre[i] if self.paged else self.reservation[i]
+
+    def _held(self, i: int) -> float:
+        return self.ctx[i] if self.paged else self.reservation[i]
 
     def _admissible(self, i: int, extra: int = 0) -> bool:
         """A free sequence slot and the KV for it, leaving (paged) room for the running batch's next token and a
@@ -132,38 +138,52 @@ class _Engine:
         spare = len(self.running) + extra + WATERMARK * self.kv_cap if self.paged else 0.0
         return self.kv_used + self._need(i) + spare <= self.kv_cap
 
+    def _admit(self, i: int) -> None:
+        self.running.append(i)
+        self.kv_used += self._need(i)
+        if self.pre[i] > 0:
+            self.prefilling += 1
+
     # -- iterations ------------------------------------------------------------------------------------------
     def _advance(self, t: float, batch: int) -> None:
         self.now += t
-        self.out.busy_s += t
-        self.out.batch_seconds += t * batch
+        self.busy_s += t
+        self.batch_seconds += t * batch
 
-    def _token(self, ids: np.ndarray) -> None:
-        """Each of ``ids`` emitted a token now: its gap, its first token, its end."""
-        if ids.size == 0:
-            return
-        fresh = ~self.started[ids]
-        self.out.first[ids[fresh]] = self.now
-        self.started[ids] = True
-        seen = ids[~fresh]
-        if seen.size:
-            gap = self.now - self.last[seen]
-            low, high = gap.min(), gap.max()
-            if high - low <= 1e-12 * high:            # one iteration's gap for all of them
-                self.out.add_gaps(gap[:1], float(seen.size))
+    def _token(self, ids: list[int]) -> None:
+        """Each of ``ids`` emitted a token now: its gap (one entry for all that share it), its first token, its
+        end."""
+        now = self.now
+        last, gap, left, started = self.last, self.gap, self.left, self.started
+        common, count = -1.0, 0.0
+        finished = []
+        for i in ids:
+            if started[i]:
+                g = now - last[i]
+                if g == common:
+                    count += 1
+                else:
+                    if count:
+                        self.gaps.append(common)
+                        self.weights.append(count)
+                    common, count = g, 1.0
+                if g > gap[i]:
+                    gap[i] = g
             else:
-                self.out.add_gaps(gap, 1.0)
-            self.out.max_gap[seen] = np.maximum(self.out.max_gap[seen], gap)
-        self.last[ids] = self.now
-        self.out_left[ids] -= 1
-        for i in ids[self.out_left[ids] <= 0]:
-            self._finish(int(i))
-
-    def _held(self, i: int) -> float:
-        return self.ctx[i] if self.paged else float(self.reservation[i])
+                self.first[i] = now
+                started[i] = True
+            last[i] = now
+            left[i] -= 1
+            if left[i] <= 0:
+                finished.append(i)
+        if count:
+            self.gaps.append(common)
+            self.weights.append(count)
+        for i in finished:
+            self._finish(i)
 
     def _finish(self, i: int) -> None:
-        self.out.done[i] = self.now
+        self.done[i] = self.now
         self.running.remove(i)
         self.kv_used -= self._held(i)
 
@@ -174,103 +194,156 @@ class _Engine:
         tokens = 0.0
         while self.waiting:
             i = self.waiting[0]
-            p = self.prefill_left[i]
-            if take and tokens + p > self.s.max_batched_tokens or not self._admissible(i, len(take)):
+            if take and tokens + self.pre[i] > self.s.max_batched_tokens or not self._admissible(i):
                 break
             self.waiting.popleft()
             take.append(i)
-            tokens += p
-            self.kv_used += self._need(i)
+            tokens += self.pre[i]
+            self._admit(i)
         if not take:
             return
-        ids = np.array(take)
-        prior, n = self.ctx[ids], self.prefill_left[ids]
-        swapped = self.swapped[ids]
-        t = self.cost.scalar(float(n[~swapped].sum()), float((~swapped).sum()), float(prior[~swapped].sum()),
-                             float(_pairs(n, prior)[~swapped].sum()), float((~self.charged[ids]).sum()))
-        # a swapped-out sequence comes back over the host link and decodes on from the next step
-        t += float((self.ctx[ids[swapped]] * self.cost.kv_bytes_per_token).sum()) / self.s.host_link_bytes_per_s
-        self.swapped[ids] = False
-        self.charged[ids] = True
-        self.running.extend(take)
-        self.ctx[ids] += n
-        self.prefill_left[ids] = 0.0
+        t_sum = r = d = p = new = back = 0.0
+        for i in take:
+            if self.swapped[i]:            # a swapped-out sequence comes back over the host link
+                back += self.ctx[i] * self.cost.kv_bytes_per_token
+                continue
+            n, prior = self.pre[i], self.ctx[i]
+            t_sum += n
+            r += 1
+            d += prior
+            p += n * prior + n * (n + 1.0) / 2.0
+            new += not self.charged[i]
+        t = self.cost.scalar(t_sum, r, d, p, new) + back / self.s.host_link_bytes_per_s
+        emit = []
+        for i in take:
+            self.charged[i] = True
+            if self.pre[i] > 0:
+                self.prefilling -= 1
+            self.ctx[i] += self.pre[i]
+            self.pre[i] = 0.0
+            if self.swapped[i]:
+                self.swapped[i] = False
+            else:
+                emit.append(i)
         self._advance(t, len(self.running))
-        self._token(ids[~swapped])
+        self._token(emit)
 
     def _chunked(self) -> None:
         """One Sarathi iteration: every decode, then prefill chunks up to the token budget."""
-        run = np.array(self.running, dtype=int)
-        decodes = run[self.prefill_left[run] <= 0] if run.size else run
-        budget = self.s.token_budget - decodes.size
+        decodes = [i for i in self.running if self.pre[i] <= 0]
+        budget = float(self.s.token_budget - len(decodes))
         chunks: list[tuple[int, float]] = []
-        for i in self.running:
-            if budget <= 0:
-                break
-            if self.prefill_left[i] > 0:
-                c = min(self.prefill_left[i], budget)
-                chunks.append((i, c))
-                budget -= c
+        if self.prefilling:
+            for i in self.running:
+                if budget <= 0:
+                    break
+                if self.pre[i] > 0:
+                    c = min(self.pre[i], budget)
+                    chunks.append((i, c))
+                    budget -= c
         while budget > 0 and self.waiting and self._admissible(self.waiting[0]):
             i = self.waiting.popleft()
-            self.running.append(i)
-            self.kv_used += self._need(i)
-            c = min(self.prefill_left[i], budget)
+            self._admit(i)
+            c = min(self.pre[i], budget)
             chunks.append((i, c))
             budget -= c
-        ids = np.array([i for i, _ in chunks], dtype=int)
-        n = np.array([c for _, c in chunks], dtype=float)
-        prior = self.ctx[ids]
-        done = ids[n >= self.prefill_left[ids]] if ids.size else ids
-        fresh = float((~self.charged[ids]).sum()) if ids.size else 0.0
-        self.charged[ids] = True
-        t = self.cost.scalar(float(decodes.size + n.sum()), float(decodes.size + done.size),
-                             float(self.ctx[decodes].sum() + prior.sum()), float(_pairs(n, prior).sum()), fresh)
-        if ids.size:
-            self.ctx[ids] += n
-            self.prefill_left[ids] -= n
-        self.ctx[decodes] += 1
-        self.kv_used += decodes.size if self.paged else 0
-        self._advance(t, decodes.size + ids.size)
-        self._token(np.concatenate([decodes, done]))
+        t_sum = float(len(decodes))
+        d = sum(self.ctx[i] for i in decodes)
+        r = t_sum
+        p = new = 0.0
+        completed = []
+        for i, c in chunks:
+            prior = self.ctx[i]
+            t_sum += c
+            d += prior
+            p += c * prior + c * (c + 1.0) / 2.0
+            if not self.charged[i]:
+                new += 1
+                self.charged[i] = True
+            self.ctx[i] += c
+            self.pre[i] -= c
+            if self.pre[i] <= 0:
+                self.prefilling -= 1
+                completed.append(i)
+                r += 1
+        t = self.cost.scalar(t_sum, r, d, p, new)
+        for i in decodes:
+            self.ctx[i] += 1
+        if self.paged:
+            self.kv_used += len(decodes)
+        self._advance(t, len(decodes) + len(chunks))
+        self._token(decodes + completed)
 
     def _decode_jump(self) -> None:
-        """Decode steps of the running batch up to the next event, in one vectorized pricing."""
-        run = np.array(self.running, dtype=int)
-        b = run.size
-        k = int(self.out_left[run].min())
+        """Decode steps of the running batch up to the next event: the steps' times from one decode line."""
+        run = self.running
+        b = len(run)
+        k = int(min(self.left[i] for i in run))
         if self.paged:
             room = self.kv_cap - self.kv_used
             if room < b:                              # the batch cannot grow one token: preempt the latest
                 self._preempt()
                 return
             k = min(k, int(room // b))
-        line, const = self.cost.decode_line(b, float(self.ctx[run].sum()))
-        arrival = self.next < len(self.req) and self._arrival_matters()
-        if arrival:                                   # steps only grow longer: no more than this many to it
-            first = self.cost.first_step(line, const)
-            k = min(k, int((self.req.arrival[self.next] - self.now) / first) + 1)
-        t = self.cost.steps(line, const, max(k, 1))
-        cum = np.cumsum(t)
-        if arrival:
-            stop = int(np.searchsorted(self.now + cum, self.req.arrival[self.next]))
-            k = min(k, stop + 1)
-        k = max(k, 1)
-        t, cum = t[:k], cum[:k]
-        gap0 = self.now + t[0] - self.last[run]
-        stalled = gap0 > t[0] * (1 + 1e-9)             # waited for a prefill or came back: its own gap
-        self.out.add_gaps(gap0[stalled], 1.0)
-        self.out.add_gaps(t[:1], float((~stalled).sum()))
+        line, const = self.cost.decode_line(b, sum(self.ctx[i] for i in run))
+        horizon = self.arrival[self.next] - self.now if self.next < len(self.arrival) and self._arrival_matters() \
+            else math.inf
+        times = self._steps(line, const, k, horizon)
+        k = len(times)
+        total = sum(times)
+        # the first step's gap: one step for those that ran the last iteration, longer for those that waited
+        t0 = times[0]
+        stalled = 0
+        for i in run:
+            g = self.now + t0 - self.last[i]
+            if g > t0 * (1 + 1e-9):
+                stalled += 1
+                self.gaps.append(g)
+                self.weights.append(1.0)
+                if g > self.gap[i]:
+                    self.gap[i] = g
+            elif t0 > self.gap[i]:
+                self.gap[i] = t0
+        if b > stalled:
+            self.gaps.append(t0)
+            self.weights.append(float(b - stalled))
         if k > 1:
-            self.out.add_gaps(t[1:], float(b))
-        self.out.max_gap[run] = np.maximum(self.out.max_gap[run], np.maximum(gap0, t[1:].max() if k > 1 else 0.0))
-        self._advance(float(cum[-1]), b)
-        self.last[run] = self.now
-        self.ctx[run] += k
-        self.kv_used += k * b if self.paged else 0
-        self.out_left[run] -= k
-        for i in run[self.out_left[run] <= 0]:
-            self._finish(int(i))
+            self.gaps.extend(times[1:])
+            self.weights.extend([float(b)] * (k - 1))
+            longest = max(times[1:])
+            for i in run:
+                if longest > self.gap[i]:
+                    self.gap[i] = longest
+        self._advance(total, b)
+        now = self.now
+        finished = []
+        for i in run:
+            self.last[i] = now
+            self.ctx[i] += k
+            self.left[i] -= k
+            if self.left[i] <= 0:
+                finished.append(i)
+        if self.paged:
+            self.kv_used += k * b
+        for i in finished:
+            self._finish(i)
+
+    @staticmethod
+    def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
+               ) -> list[float]:
+        """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon``."""
+        out: list[float] = []
+        elapsed = 0.0
+        for s in range(k):
+            t = const
+            for c0, cs, m0, ms in line:
+                c, m = c0 + cs * s, m0 + ms * s
+                t += c if c > m else m
+            out.append(t)
+            elapsed += t
+            if elapsed >= horizon:
+                break
+        return out
 
     def _arrival_matters(self) -> bool:
         """Whether the next arrival could change the batch (an idle slot for it, or chunked prefills)."""
@@ -281,12 +354,12 @@ class _Engine:
     def _preempt(self) -> None:
         i = self.running.pop()
         self.kv_used -= self._held(i)
-        self.out.preemptions += 1
+        self.preemptions += 1
         if self.s.preemption == "swap":
             self.swapped[i] = True
             self.now += self.ctx[i] * self.cost.kv_bytes_per_token / self.s.host_link_bytes_per_s
         else:                                          # recompute: its prompt and tokens so far, prefilled again
-            self.prefill_left[i] = self.ctx[i]
+            self.pre[i] = self.ctx[i]
             self.ctx[i] = 0.0
         self.waiting.appendleft(i)
 
@@ -294,18 +367,18 @@ class _Engine:
         """Disaggregated decode pool: arrived requests join the batch with their KV (no prefill here)."""
         while self.waiting and self._admissible(self.waiting[0]):
             i = self.waiting.popleft()
-            self.running.append(i)
-            self.kv_used += self._need(i)
-            self.last[i] = self.req.arrival[i]
+            self._admit(i)
+            self.last[i] = self.arrival[i]
             self.started[i] = self.charged[i] = True
 
     def run(self) -> Outcome:
+        n = len(self.arrival)
         while True:
             self._arrive()
             if not self.running and not self.waiting:
-                if self.next >= len(self.req):
-                    return self.out
-                self.now = max(self.now, float(self.req.arrival[self.next]))
+                if self.next >= n:
+                    return self._outcome()
+                self.now = max(self.now, self.arrival[self.next])
                 continue
             if self.decode_only:
                 self._join_decodes()
@@ -315,8 +388,7 @@ class _Engine:
                     raise ValueError("a request's KV does not fit the decode instance")
                 continue
             if self.s.policy == "chunked":
-                pending = any(self.prefill_left[i] > 0 for i in self.running)
-                if pending or self.waiting and self._admissible(self.waiting[0]):
+                if self.prefilling or self.waiting and self._admissible(self.waiting[0]):
                     self._chunked()
                 else:
                     self._decode_jump()
@@ -329,6 +401,10 @@ class _Engine:
             else:
                 raise ValueError("a request's KV does not fit the GPU's free memory")
 
+    def _outcome(self) -> Outcome:
+        return Outcome(np.array(self.first), np.array(self.done), np.array(self.gap), [np.array(self.gaps)],
+                       [np.array(self.weights)], self.busy_s, self.batch_seconds, self.preemptions)
+
 
 def _prefill_pool(req: Requests, cost: IterationCost, sched: Scheduler) -> np.ndarray:
     """Disaggregated prefill: each request's prefill completion time on its instance (round robin)."""
@@ -337,7 +413,7 @@ def _prefill_pool(req: Requests, cost: IterationCost, sched: Scheduler) -> np.nd
         idx = np.arange(k, len(req), sched.prefill_gpus)
         e = _Engine(req.take(idx), cost, Scheduler(policy="continuous", max_seqs=sched.max_seqs,
                                                    max_batched_tokens=sched.max_batched_tokens))
-        e.out_left[:] = 1.0                             # a prefill instance emits the first token and is done
+        e.left = [1.0] * len(idx)                       # a prefill instance emits the first token and is done
         done[idx] = e.run().first
     return done
 
@@ -361,7 +437,7 @@ def simulate(req: Requests, cost: IterationCost, sched: Scheduler, decode_cost: 
         out.done[idx] = o.done
         out.max_gap[idx] = np.maximum(o.max_gap, ready[idx] - first[idx])
         out.gaps += o.gaps + [ready[idx] - first[idx]]
-        out.gap_weight += o.gap_weight + [1.0]
+        out.weights += o.weights + [np.ones(idx.size)]
         out.busy_s += o.busy_s
         out.batch_seconds += o.batch_seconds
         out.preemptions += o.preemptions

@@ -1,0 +1,114 @@
+"""A workload's traffic: and scheduler: blocks, and request traces: read as written, refused with an addressed
+one-line error otherwise."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import triage
+from triage.cli import main
+from triage.errors import UserError
+from triage.inputs.traffic import read_trace
+
+from conftest import CLAIMS
+
+ROOT = CLAIMS.parent
+TRACE = ROOT / "data" / "traces" / "azure-llm-inference-2023" / "AzureLLMInferenceTrace_conv.csv"
+KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
+
+
+def workload(tmp_path, traffic, scheduler=None):
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+         "workloads": [{"name": "w", "context": 1024, "traffic": traffic,
+                        **({"scheduler": scheduler} if scheduler else {})}]}
+    f = tmp_path / "w.yaml"
+    f.write_text(json.dumps(w))
+    return f
+
+
+def test_the_azure_trace_is_read_as_offsets_and_lengths():
+    problems = []
+    t = read_trace(TRACE, problems)
+    assert not problems and len(t.arrival) == 19_366           # the rows of the shipped file (wc -l less the head)
+    assert t.arrival[0] == 0.0 and np.all(np.diff(t.arrival) >= 0)
+    # its first rows: 18:15:46.68 (374, 44), 18:15:50.99 (396, 109) -> 4.3145 s apart
+    assert t.arrival[1] == pytest.approx(4.314579, abs=1e-6)
+    assert (t.prompt[0], t.output[0]) == (374.0, 44.0)
+
+
+@pytest.mark.parametrize("suffix,text", [
+    (".csv", "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.5,200,20\n"),
+    (".jsonl", '{"arrival_s": 0.0, "prompt_tokens": 100, "output_tokens": 10}\n'
+               '{"arrival_s": 0.5, "prompt_tokens": 200, "output_tokens": 20}\n')])
+def test_a_plain_trace_as_csv_or_jsonl(tmp_path, suffix, text):
+    f = tmp_path / f"t{suffix}"
+    f.write_text(text)
+    t = read_trace(f, [])
+    assert t.rate == pytest.approx(2.0) and t.prompt.tolist() == [100.0, 200.0]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("time,in,out\n1,2,3\n", "expected the columns TIMESTAMP, ContextTokens, GeneratedTokens"),
+    ("arrival_s,prompt_tokens,output_tokens\n0,nan,1\n1,2,3\n", "finite, non-negative"),
+    ("arrival_s,prompt_tokens,output_tokens\n0,1\n", "expected a time and two token counts"),
+    ("arrival_s,prompt_tokens,output_tokens\n0,10,1\n", "two or more requests")])
+def test_a_bad_trace_is_refused_with_its_address(tmp_path, text, message):
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    problems = []
+    assert read_trace(f, problems) is None
+    assert message in str(problems[0]) and "t.csv" in str(problems[0])
+
+
+@pytest.mark.parametrize("traffic,message", [
+    ({"rate": -1}, "$.workloads[0].traffic.rate"),
+    ({"rate": 1, "arrivals": {"gamma": 0}}, "$.workloads[0].traffic.arrivals"),
+    ({"rate": 1, "prompt_tokens": "trace"}, "need arrivals: {trace: FILE}"),
+    ({"rate": 1, "slo": {"ttft": 2}}, "a time needs its unit"),
+    ({"rate": 1, "arrivals": {"trace": "missing.csv"}}, "missing.csv"),
+    ({"rate": 1, "requests": 2_000_000}, "$.workloads[0].traffic.requests")])
+def test_a_bad_traffic_block_is_one_addressed_line(tmp_path, traffic, message):
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(workload(tmp_path, traffic))])
+    assert res.exit_code == 1 and message in res.output, res.output
+
+
+def test_a_cell_with_traffic_carries_the_contracts_serving_object(tmp_path):
+    w = workload(tmp_path, {"rates": [1, 3], "prompt_tokens": 256, "output_tokens": 32, "requests": 200,
+                            "slo": {"ttft": "1 s", "tbt": "100 ms"}}, {"policy": "continuous"})
+    (cell,) = triage.evaluate(CLAIMS / "sarathi-serve.yaml", w).to_dict()["cells"]
+    s = cell["serving"]
+    for side in ("baseline", "claim"):
+        assert [r["rate_rps"] for r in s[side]["rates"]] == [1.0, 3.0]
+        r = s[side]["rates"][0]
+        assert {"rate_rps", "ttft_s", "tbt_s", "tpot_s", "e2e_s", "throughput_rps", "output_tokens_per_s",
+                "goodput_rps"} <= set(r)
+        assert set(r["ttft_s"]) == {"p50", "p90", "p99", "mean"}
+        assert s[side]["max_rate_at_slo_rps"] > 0
+    # the verdict reads the simulation's gain: the largest rate at the SLO, claim over baseline
+    gain = s["claim"]["max_rate_at_slo_rps"] / s["baseline"]["max_rate_at_slo_rps"]
+    assert cell["speedup"]["end_to_end"] == pytest.approx(gain)
+
+
+def test_a_scheduler_change_without_traffic_is_a_warning_not_a_quiet_gain():
+    d = triage.evaluate(CLAIMS / "sarathi-serve.yaml").to_dict()
+    assert "scheduler-unpriced" in {w["code"] for w in d["warnings"]}
+    assert all(c["speedup"]["end_to_end"] == pytest.approx(1.0) for c in d["cells"])
+
+
+def test_a_request_longer_than_the_cache_is_cut_to_fit(tmp_path):
+    from triage.analysis import serving
+    from triage.inputs.traffic import Lengths, Traffic
+    t = Traffic((1.0,), "poisson", 1.0, None, Lengths("fixed", 10_000), Lengths("fixed", 100), 20, 0, 0.1,
+                None, None, None)
+    req = serving.requests(t, 1.0, 4096)
+    assert (req.prompt + req.output <= 4096).all() and (req.output == 100).all()
+
+
+def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w",
+                                    str(workload(tmp_path, {"rate": 1, "arrivals": {"trace": str(tmp_path)}}))])
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) <= 2, res.output
+    with pytest.raises(UserError):
+        triage.evaluate(KV, workload(tmp_path, {"rate": 1, "arrivals": {"trace": "/dev/zero"}}))

@@ -1,0 +1,151 @@
+"""The serving simulation: its iterations price what the cost model prices, and its queue obeys queueing
+theory (Little's law; a near-empty system serves each request at the step times; overload grows the queue)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import triage
+from triage.analysis import serving
+from triage.inputs.traffic import Lengths, Scheduler, Traffic
+from triage.model import layers
+from triage.model.iteration import iteration_cost
+from triage.model.serving import Requests, simulate
+
+from conftest import CLAIMS
+
+ROOT = CLAIMS.parent
+KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
+
+
+def _priced(cells, **defaults):
+    """Cells of llama-2-7b on an A100 80GB, priced; and one cell's iteration model."""
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb", **defaults}, "workloads": cells}
+    r = triage.evaluate(KV, w, analyse=False)
+    return r.evaluation
+
+
+def _cost(ev, i=0):
+    m, g = ev.matrix, ev.gaps
+    e = layers.engine_columns(m)
+    (ce, be), _ = layers.efficiencies(ev.claim, e["compute"], e["bandwidth"])
+
+    def at(v):
+        return float(np.broadcast_to(v, (len(m),))[i])
+    return iteration_cost(g.base.inputs.take(np.array([i])), layers.machine(m).take(np.array([i])),
+                          {k: at(v) for k, v in ce.items()}, {k: at(v) for k, v in be.items()},
+                          at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
+                          at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
+
+
+def _traffic(**kw):
+    base = dict(rates=(1.0,), arrivals="poisson", cv=1.0, trace=None, prompt=Lengths("fixed", 512),
+                output=Lengths("fixed", 128), requests=400, seed=0, warmup=0.1, slo_ttft_s=None, slo_tbt_s=None,
+                slo_tpot_s=None)
+    return Traffic(**{**base, **kw})
+
+
+def test_an_iteration_prices_what_a_step_prices():
+    # the cost model's own end-to-end step: a decode of 8 sequences at 4,096 tokens (fused attention, so the
+    # SM occupancy of 8 x 32 heads on 108 SMs applies) and a prefill of one 2,048-token prompt
+    ev = _priced([{"name": "d", "phase": "decode", "context": 4096, "batch": 8},
+                  {"name": "p", "phase": "prefill", "context": 2048, "batch": 1}],
+                 overhead="1 ms", layer_overhead="0.01 ms", request_overhead="3 ms")
+    step = ev.gaps.base.time_end_to_end
+    decode, prefill = _cost(ev, 0), _cost(ev, 1)
+    assert decode.scalar(8, 8, 8 * 4096, 0, 0) == pytest.approx(step[0], rel=1e-9)
+    assert prefill.scalar(2048, 1, 0, 2048 * 2049 / 2, 1) == pytest.approx(step[1], rel=1e-9)
+    line, const = decode.decode_line(8, 8 * 4096)
+    assert decode.steps(line, const, 3)[0] == pytest.approx(step[0], rel=1e-9)
+
+
+def test_a_near_empty_system_serves_each_request_at_the_step_times():
+    # at 0.01 requests/s no request waits or shares a step: TTFT is the 512-token prefill, TPOT the batch-1
+    # decode step at the mean context (512 + 64), both from the cost model
+    ev = _priced([{"name": "p", "phase": "prefill", "context": 512, "batch": 1},
+                  {"name": "d", "phase": "decode", "context": 576, "batch": 1}])
+    prefill, decode = ev.gaps.base.time_end_to_end
+    side = serving.Side(_cost(ev), Scheduler())
+    r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
+    assert r["ttft_s"]["p50"] == pytest.approx(prefill, rel=0.01)
+    assert r["tpot_s"]["p50"] == pytest.approx(decode, rel=0.01)
+    assert r["mean_batch"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_littles_law_holds_and_overload_grows_the_queue():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    side = serving.Side(_cost(ev), Scheduler(policy="continuous", max_seqs=64))
+    ok = side.run(_traffic(requests=2000), 8.0)
+    law = ok["littles_law"]
+    assert law["in_system"] == pytest.approx(law["rate_times_latency"], rel=0.05)       # L = λW
+    assert ok["throughput_rps"] == pytest.approx(8.0, rel=0.1)
+    # far above what the engine completes: the queue (and TTFT) grows with the stream's length, goodput falls
+    short, long = (side.run(_traffic(requests=n, slo_ttft_s=2.0), 60.0) for n in (1000, 2000))
+    assert long["ttft_s"]["p50"] > 1.5 * short["ttft_s"]["p50"]
+    assert long["throughput_rps"] < 40.0 and long["goodput_rps"] < 0.5 * long["throughput_rps"]
+
+
+def test_the_azure_conversation_trace_at_low_rate():
+    # issue 13's check: at a low rate the median TTFT is the cost model's prefill of the median prompt
+    ev = triage.evaluate(KV, ROOT / "examples" / "serving-conv.yaml", analyse=False).evaluation
+    t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=1000)
+    median = float(np.median(t.trace.prompt[:1000]))
+    pre = _priced([{"name": "p", "phase": "prefill", "context": int(median), "batch": 1}], model="mistral-7b")
+    r = serving.Side(_cost(ev), Scheduler()).run(t, 0.02)
+    assert r["ttft_s"]["p50"] == pytest.approx(float(pre.gaps.base.time_end_to_end[0]), rel=0.05)
+    busy = serving.Side(_cost(ev), Scheduler()).run(t, 4.0)["littles_law"]
+    assert busy["in_system"] == pytest.approx(busy["rate_times_latency"], rel=0.05)
+
+
+def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
+    # Kwon et al. 2023 (arXiv 2309.06180v1), Table 1: 12 GB of KV = 15.7K token slots for OPT-13B on one
+    # A100 40GB; Orca (Max) reserves 2,048 tokens a request, so at most floor(15,700 / 2,048) = 7 run at once --
+    # Fig. 13a reports 7.00 batched requests at 2 requests/s
+    ev = triage.evaluate(KV, ROOT / "examples" / "serving-sharegpt.yaml", analyse=False).evaluation
+    cost = _cost(ev)
+    assert cost.kv_tokens == pytest.approx(15_700, rel=0.01)
+    t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=600)
+    orca = Scheduler(policy="continuous", kv="reserve", reserve="max", max_length=2048)
+    r = serving.Side(cost, orca).run(t, 2.0)
+    assert 6.3 <= r["mean_batch"] <= 7.0
+    paged = serving.Side(cost, dataclasses.replace(orca, kv="paged")).run(t, 2.0)
+    assert paged["mean_batch"] > 2 * r["mean_batch"]
+
+
+@pytest.mark.parametrize("preemption", ["recompute", "swap"])
+def test_a_cache_too_small_for_the_batch_preempts_and_still_serves_everyone(preemption):
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    cost = dataclasses.replace(_cost(ev), free_bytes=_cost(ev).kv_bytes_per_token * 6000)   # 6,000 KV tokens
+    req = serving.requests(_traffic(requests=300, output=Lengths("fixed", 512)), 20.0, cost.kv_tokens)
+    out = simulate(req, cost, Scheduler(preemption=preemption))
+    assert out.preemptions > 0 and np.isfinite(out.done).all() and (out.done >= out.first).all()
+
+
+def test_static_batches_wait_for_their_longest_request():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    req = Requests(np.zeros(3), np.array([64.0, 64.0, 64.0]), np.array([10.0, 400.0, 10.0]))
+    out = simulate(req, _cost(ev), Scheduler(policy="static", max_seqs=2))
+    # three requests at once, two slots: the third starts only when the first batch (10 and 400 tokens) is done;
+    # iteration-level scheduling starts it when the 10-token request leaves
+    assert out.first[2] > out.done[1] > out.done[0]
+    cont = simulate(req, _cost(ev), Scheduler(policy="continuous", max_seqs=2))
+    assert cont.first[2] < cont.done[1]
+
+
+def test_disaggregation_prices_each_pool_and_counts_its_gpus():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    cost = _cost(ev)
+    sched = Scheduler(policy="disaggregated", prefill_gpus=2, decode_gpus=1, link_bytes_per_s=300e9)
+    side = serving.Side(cost, sched)
+    assert side.gpus() == 3
+    r = side.run(_traffic(requests=200), 0.05)
+    # nothing waits: TTFT is the prefill; the first decode waits for the KV over the link (512 tokens x
+    # 512 KiB / 300 GB/s = 0.9 ms)
+    assert r["ttft_s"]["p50"] == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
+
+
+def test_the_same_seed_gives_the_same_simulation():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    a, b = (serving.Side(_cost(ev), Scheduler(policy="chunked")).run(_traffic(requests=300), 5.0) for _ in range(2))
+    assert a == b
