@@ -149,3 +149,15 @@ def test_the_same_seed_gives_the_same_simulation():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     a, b = (serving.Side(_cost(ev), Scheduler(policy="chunked")).run(_traffic(requests=300), 5.0) for _ in range(2))
     assert a == b
+
+
+def test_prefix_caching_prefills_a_shared_prefix_once():
+    # every prompt is 512 tokens of which the first 400 are shared: with prefix caching a request prefills its
+    # last 112 tokens after 400 cached ones (112 x 400 + 112 x 113 / 2 query-key pairs), without it all 512
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    cost = _cost(ev)
+    t = dataclasses.replace(_traffic(requests=100), prefix_share=1.0, prefix_tokens=400)
+    cached = serving.Side(cost, Scheduler(prefix_caching=True)).run(t, 0.01)
+    plain = serving.Side(cost, Scheduler()).run(t, 0.01)
+    assert cached["ttft_s"]["p50"] == pytest.approx(cost.scalar(112, 1, 400, 112 * 400 + 112 * 113 / 2, 1), rel=1e-6)
+    assert plain["ttft_s"]["p50"] == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)

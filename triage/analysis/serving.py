@@ -60,7 +60,10 @@ def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
         arrival = np.cumsum(rng.exponential(1.0 / rate, n))
     output = np.clip(output, 1.0, max(max_tokens - 1.0, 1.0))
     prompt = np.clip(prompt, 1.0, np.maximum(max_tokens - output, 1.0))
-    return Requests(arrival - arrival[0], prompt, output)
+    # the shared prefix: every request whose index falls in the share (spread evenly), at most its prompt less one
+    hit = np.floor((np.arange(n) + 1) * traffic.prefix_share) > np.floor(np.arange(n) * traffic.prefix_share)
+    shared = np.where(hit, np.minimum(float(traffic.prefix_tokens), prompt - 1.0), 0.0)
+    return Requests(arrival - arrival[0], prompt, output, shared)
 
 
 def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float]:

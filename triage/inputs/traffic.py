@@ -48,8 +48,8 @@ class Scheduler:
     decode_gpus: int = 1
     link_bytes_per_s: float = 25e9       # disaggregated: KV from a prefill to a decode instance (assumption)
     link_latency_s: float = 0.0
-    prefix_share: float = 0.0            # requests whose prompt starts with a cached prefix
-    prefix_tokens: int = 0               # that prefix's length
+    prefix_caching: bool = False         # reuse a shared prefix's KV (the traffic's shared_prefix)
+    block_size: int = 16                 # paged KV: tokens a block holds (vLLM's default)
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,8 @@ class Traffic:
     slo_ttft_s: float | None
     slo_tbt_s: float | None
     slo_tpot_s: float | None
+    prefix_share: float = 0.0    # requests whose prompt starts with the shared prefix
+    prefix_tokens: int = 0       # its length
     ttft_at: str = "p99"         # the percentile each bound applies to
     tbt_at: str = "p99"
     tpot_at: str = "p99"
@@ -145,9 +147,11 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     slo = raw.get("slo", {})
     times = {k: _quantity(doc, path + ("slo", k), slo[k], "time", problems) if k in slo else None
              for k in ("ttft", "tbt", "tpot")}
+    shared = raw.get("shared_prefix", {"share": 0.0, "tokens": 0})
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
                    int(raw.get("seed", 0)), float(raw.get("warmup", 0.1)), times["ttft"], times["tbt"],
-                   times["tpot"], slo.get("ttft_at", "p99"), slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"))
+                   times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", "p99"),
+                   slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"))
 
 
 def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:
@@ -174,9 +178,6 @@ def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem
 def scheduler(raw: dict[str, Any] | None) -> Scheduler:
     """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler."""
     raw = dict(raw or {})
-    prefix = raw.pop("prefix_caching", None)
-    if prefix:
-        raw |= {"prefix_share": float(prefix["share"]), "prefix_tokens": int(prefix["tokens"])}
     for key in ("link", "host_link"):
         if key in raw:
             raw[f"{key}_bytes_per_s"] = raw.pop(key)

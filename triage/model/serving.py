@@ -15,7 +15,7 @@ KV memory is paged (a sequence holds its tokens / (1 - waste)) or reserved at ad
 FasterTransformer: the true length, the output rounded up to a power of two, or the model's maximum length;
 Kwon et al. 2023 §6.1). When a growing paged batch runs out, the latest admitted sequence is preempted
 (recompute: it re-prefills its prompt and the tokens so far; swap: its KV goes to host memory and back over
-the host link). Prefix caching skips a cached prefix's prefill.
+the host link). Prefix caching prefills and holds a shared prompt prefix once.
 
 Between arrivals, completions and memory exhaustion a batch of decodes advances in closed form: the
 iteration times of the k steps to the next event are one vectorized call (contexts grow by one token a
@@ -36,17 +36,20 @@ from .iteration import IterationCost
 
 @dataclass(frozen=True)
 class Requests:
-    """Arrival times (s, ascending) and prompt and output lengths (tokens) of a request stream."""
+    """Arrival times (s, ascending), prompt and output lengths (tokens) of a request stream, and how much of
+    each prompt is a prefix other requests share (tokens; None: none)."""
 
     arrival: np.ndarray
     prompt: np.ndarray
     output: np.ndarray
+    shared: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arrival)
 
     def take(self, idx: np.ndarray) -> Requests:
-        return Requests(self.arrival[idx], self.prompt[idx], self.output[idx])
+        return Requests(self.arrival[idx], self.prompt[idx], self.output[idx],
+                        None if self.shared is None else self.shared[idx])
 
 
 @dataclass
@@ -81,10 +84,9 @@ class _Engine:
         self.req, self.cost, self.s = req, cost, sched
         n = len(req)
         self.decode_only = decode_only
-        cached = np.zeros(n)
-        if sched.prefix_share > 0 and sched.prefix_tokens > 0:
-            hit = (np.arange(n) * sched.prefix_share) % 1.0 + sched.prefix_share > 1.0 - 1e-12   # evenly spread
-            cached = np.where(hit, np.minimum(sched.prefix_tokens, req.prompt - 1), 0.0)
+        # prefix caching: a shared prefix is prefilled once and held once (its KV set aside from the cache);
+        # each request that starts with it prefills only the rest
+        cached = req.shared.astype(float) if sched.prefix_caching and req.shared is not None else np.zeros(n)
         prompt = req.prompt.astype(float)
         self.pre: list[float] = ([0.0] * n) if decode_only else (prompt - cached).tolist()
         self.ctx: list[float] = prompt.tolist() if decode_only else cached.tolist()
@@ -97,9 +99,11 @@ class _Engine:
         self.charged = [False] * n                    # its per-request fixed cost paid (first prefill chunk)
         self.swapped = [False] * n
         self.arrival: list[float] = req.arrival.tolist()
-        self.kv_cap = cost.kv_tokens
+        self.base: list[float] = cached.tolist()     # tokens of its context held in the shared copy
+        self.kv_cap = cost.kv_tokens - float(cached.max(initial=0.0))
         self.kv_used = 0.0
         self.paged = sched.kv == "paged"
+        self.block = float(sched.block_size) - 1.0 if self.paged else 0.0   # a last block's empty slots, at most
         out = req.output.astype(float)
         room = {"oracle": out, "pow2": 2.0 ** np.ceil(np.log2(np.maximum(out, 1.0))),
                 "max": np.maximum(sched.max_length - prompt, out)}[sched.reserve]
@@ -123,12 +127,12 @@ class _Engine:
             self.next += 1
 
     def _need(self, i: int) -> float:
-        """KV tokens request i holds once admitted: paged, its context and its prompt still to prefill; reserved,
-        its reservation."""
-        return self.ctx[i] + self.pre[i] if self.paged else self.reservation[i]
+        """KV tokens request i holds once admitted: paged, its own context and its prompt still to prefill (and
+        its last block's empty slots, at most); reserved, its reservation."""
+        return self.ctx[i] + self.pre[i] - self.base[i] + self.block if self.paged else self.reservation[i]
 
     def _held(self, i: int) -> float:
-        return self.ctx[i] if self.paged else self.reservation[i]
+        return self.ctx[i] - self.base[i] + self.block if self.paged else self.reservation[i]
 
     def _admissible(self, i: int, extra: int = 0) -> bool:
         """A free sequence slot and the KV for it, leaving (paged) room for the running batch's next token and a
@@ -332,6 +336,8 @@ class _Engine:
     def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
                ) -> list[float]:
         """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon``."""
+        if horizon == math.inf and k > 64:           # nothing to stop at: all k in one vectorized pass
+            return IterationCost.steps(line, const, k).tolist()
         out: list[float] = []
         elapsed = 0.0
         for s in range(k):
@@ -359,8 +365,8 @@ class _Engine:
             self.swapped[i] = True
             self.now += self.ctx[i] * self.cost.kv_bytes_per_token / self.s.host_link_bytes_per_s
         else:                                          # recompute: its prompt and tokens so far, prefilled again
-            self.pre[i] = self.ctx[i]
-            self.ctx[i] = 0.0
+            self.pre[i] = self.ctx[i] - self.base[i]
+            self.ctx[i] = self.base[i]
         self.waiting.appendleft(i)
 
     def _join_decodes(self) -> None:
