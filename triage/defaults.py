@@ -32,6 +32,8 @@ class Limits:
     stacked_cards: int = _limit(16, "cards one stack may load, nested stacks included")
     calibration_rows: int = _limit(10_000, "rows of one calibration file")
     serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")
+    serving_work: int = _limit(10_000_000, "requests one run may simulate: every rate, the rate search and both sides "
+                                           "of every model and chip with traffic (a few minutes)")
     problems_shown: int = _limit(20, "problems printed for one command (then 'and N more')")
     name_chars: int = _limit(120, "characters of a file name or a value quoted in an error (then '…')")
     memo_cells: int = _limit(200, "cells listed in a memo (the JSON and a sweep hold all of them)")

@@ -112,3 +112,10 @@ def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
     assert res.exit_code == 1 and len(res.output.strip().splitlines()) <= 2, res.output
     with pytest.raises(UserError):
         triage.evaluate(KV, workload(tmp_path, {"rate": 1, "arrivals": {"trace": "/dev/zero"}}))
+
+
+def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path):
+    # 1,000,000 requests x (4 rates + a rate search of 29 runs) x 2 sides = 66 million simulated requests
+    w = workload(tmp_path, {"rates": [1, 2, 3, 4], "requests": 1_000_000, "slo": {"ttft": "2 s"}})
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(w)])
+    assert res.exit_code == 1 and "66,000,000 simulated requests" in res.output and "serving_work" in res.output

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
@@ -25,6 +26,7 @@ from ..model.matrix import Matrix
 from ..model.serving import Outcome, Requests, simulate
 
 SEARCH_STEPS = 8              # bisection steps of the largest rate at the SLO (0.4 % of the bracket)
+DOUBLINGS = 20                # the search's doublings from the largest rate, at most (2^20 x)
 
 
 def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -158,10 +160,12 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
     if traffic.slo_ttft_s is None and traffic.slo_tbt_s is None and traffic.slo_tpot_s is None:
         return None
     low, high = 0.0, max(hint, 1e-3)
-    while side.run(traffic, high)["slo_met"]:
+    for _ in range(DOUBLINGS):
+        if not side.run(traffic, high)["slo_met"]:
+            break
         low, high = high, high * 2
-        if high > 1e6:
-            return low
+    else:
+        return low
     if low == 0.0:
         probe = high / 1000
         if not side.run(traffic, probe)["slo_met"]:
@@ -223,6 +227,18 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tup
     capacity = np.broadcast_to(m.column("memory_bytes", "hardware"), (len(m),))
     reserve = np.broadcast_to(m.column("reserve_bytes"), (len(m),))
     change = traffic_mod.parse_change(claim)
+    def runs(t: Traffic) -> int:
+        searched = t.slo_ttft_s is not None or t.slo_tbt_s is not None or t.slo_tpot_s is not None
+        return len(t.rates) + (SEARCH_STEPS + DOUBLINGS + 1 if searched else 0)
+
+    work = sum(b.traffic.requests * runs(b.traffic) * 2
+               * len({(int(m.model_idx[i]), int(m.hardware_idx[i])) for i in np.flatnonzero(m.block_idx == k)})
+               for k, b in enumerate(m.blocks) if b.traffic is not None)
+    if work > LIMITS.serving_work:
+        raise UserError([Problem(m.source, path="$.workloads", message=(
+            f"the traffic blocks ask for up to {work:,} simulated requests (requests x (rates + the rate search) x "
+            f"2 sides x models and chips); a run simulates at most {LIMITS.serving_work:,} (limit serving_work): "
+            f"fewer requests or rates"))])
 
     def one(x: Any, ceff: dict[str, Any], beff: dict[str, Any], i: int) -> IterationCost:
         def at(v: Any) -> float:
