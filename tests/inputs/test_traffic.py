@@ -115,7 +115,36 @@ def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
 
 
 def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path):
-    # 1,000,000 requests x (4 rates + a rate search of 29 runs) x 2 sides = 66 million simulated requests
+    # 1,000,000 requests x (4 rates + a rate search of 29 runs) x 2 sides = 66 million simulated requests; a card
+    # whose kernels the sensitivity analysis moves (2x KV: 3 efficiencies, a kernel or not) simulates it 6 times
     w = workload(tmp_path, {"rates": [1, 2, 3, 4], "requests": 1_000_000, "slo": {"ttft": "2 s"}})
-    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(w)])
-    assert res.exit_code == 1 and "66,000,000 simulated requests" in res.output and "serving_work" in res.output
+    for card, work in (("sarathi-serve.yaml", "66,000,000"), ("kv2x.yaml", "396,000,000")):
+        res = CliRunner().invoke(main, ["run", str(CLAIMS / card), "-w", str(w)])
+        assert res.exit_code == 1 and f"{work} simulated requests" in res.output and "serving_work" in res.output
+
+
+@pytest.mark.parametrize("traffic,message", [
+    ({"rate": 1e-310}, "$.workloads[0].traffic.rate"),
+    ({"rate": 1, "duration": "fast"}, "$.workloads[0].traffic.duration"),
+    ({"rate": 1, "duration": "-5 s"}, "$.workloads[0].traffic.duration")])
+def test_review_inputs_that_crashed_or_hung_are_addressed_errors(tmp_path, traffic, message):
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(workload(tmp_path, traffic))])
+    assert res.exit_code == 1 and message in res.output, res.output
+
+
+def test_fractional_lengths_and_a_mixed_timezone_trace_are_whole_tokens(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374.4,10.5\n"
+                 "2023-11-16 18:15:50.9951690+00:00,396,109\n")
+    t = read_trace(f, [])
+    assert t.prompt.tolist() == [374.0, 396.0] and t.output.tolist() == [10.0, 109.0]
+    w = workload(tmp_path, {"rates": [2, 1], "prompt_tokens": 100.5, "output_tokens": 10.5, "requests": 50})
+    cell = triage.evaluate(KV, w).to_dict()["cells"][0]
+    assert [r["rate_rps"] for r in cell["serving"]["baseline"]["rates"]] == [1.0, 2.0]   # sorted
+
+
+def test_a_trace_whose_requests_all_arrive_at_once_is_refused(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,1\n0,20,2\n")
+    problems = []
+    assert read_trace(f, problems) is None and "same time" in str(problems[0])

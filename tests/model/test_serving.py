@@ -161,3 +161,66 @@ def test_prefix_caching_prefills_a_shared_prefix_once():
     plain = serving.Side(cost, Scheduler()).run(t, 0.01)
     assert cached["ttft_s"]["p50"] == pytest.approx(cost.scalar(112, 1, 400, 112 * 400 + 112 * 113 / 2, 1), rel=1e-6)
     assert plain["ttft_s"]["p50"] == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
+
+
+@pytest.mark.parametrize("policy,preemption", [("chunked", "swap"), ("chunked", "recompute"),
+                                               ("disaggregated", "recompute"), ("continuous", "swap")])
+def test_a_small_cache_under_every_policy_balances_its_kv_and_serves_everyone(policy, preemption):
+    # review repros: chunked + swap drove the prefill count negative and overran the cache; a decode pool with
+    # recompute preemption leaked the KV of a request it could not prefill
+    from triage.model.serving import _Engine
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    cost = dataclasses.replace(_cost(ev), free_bytes=_cost(ev).kv_bytes_per_token * 20_000)
+    req = serving.requests(_traffic(requests=200, prompt=Lengths("fixed", 1000), output=Lengths("fixed", 1500)),
+                           4.0, cost.kv_tokens)
+    sched = Scheduler(policy=policy, preemption=preemption, token_budget=512)
+    out = simulate(req, cost, sched)
+    assert np.isfinite(out.done).all() and (out.done >= out.first).all()
+    if policy != "disaggregated":
+        e = _Engine(req, cost, sched)
+        peak = 0.0
+        original = e._advance
+
+        def watch(t, batch):
+            nonlocal peak
+            peak = max(peak, e.kv_used)
+            assert e.prefilling >= 0
+            original(t, batch)
+        e._advance = watch
+        e.run()
+        assert peak <= e.kv_cap + 1e-6 and e.kv_used == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_disaggregated_request_has_output_less_one_gaps():
+    # two requests of 10 tokens: 9 gaps each, the first from the prefill pool's token to the decode pool's
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    req = Requests(np.array([0.0, 5.0]), np.array([512.0, 512.0]), np.array([10.0, 10.0]))
+    out = simulate(req, _cost(ev), Scheduler(policy="disaggregated", link_bytes_per_s=300e9))
+    gaps, weights = out.token_gaps()
+    assert weights.sum() == 18
+    assert out.max_gap[0] == pytest.approx(out.done[0] - out.first[0] - 8 * min(gaps), rel=0.5)
+
+
+def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_queue():
+    class Stub:                      # a side whose SLO holds below a known rate
+        def __init__(self, capacity):
+            self.capacity = capacity
+
+        def run(self, traffic, rate):
+            return {"slo_met": rate <= self.capacity}
+    t = _traffic(slo_tbt_s=0.1)
+    for capacity in (0.003, 0.0045, 0.0075, 3.0, 700.0):
+        assert serving.max_rate(Stub(capacity), t, 2.0) == pytest.approx(capacity, rel=0.01)
+    # a TBT bound alone: far above capacity the queue grows and the rate fails, whatever the gaps say
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    side = serving.Side(_cost(ev), Scheduler(policy="chunked"))
+    best = serving.max_rate(side, dataclasses.replace(t, requests=300), 4.0)
+    assert 5.0 < best < 200.0
+    over = side.run(dataclasses.replace(t, requests=2000), 4 * best)
+    assert not over["slo_met"] and 0 < over["throughput_rps"] < 0.9 * 4 * best
+
+
+def test_gpus_count_each_instances_tensor_parallel_group():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    assert serving.Side(_cost(ev), Scheduler(), tp=2).gpus() == 2
+    assert serving.Side(_cost(ev), Scheduler(policy="disaggregated", prefill_gpus=2), tp=4).gpus() == 12

@@ -13,7 +13,9 @@ the three fixed costs, linear in t, are solved in closed form (non-negative leas
 error, a light pull toward the shipped defaults); the grid point with the least squared log error wins. A
 fixed cost the rows cannot tell apart from the others (one layer count, no prefill) is not fitted. It refuses
 fewer rows than parameters, says when an efficiency sits on the grid's edge or the rows ask for a negative
-cost, and reports the exact leave-one-out error and each parameter's jackknife spread.
+cost, and reports the leave-one-out error (the costs re-solved without the row, at the grid point the other
+rows' errors choose: a little optimistic, 14.3 % against 14.6 % from full refits on gpt-fast-a100.csv) and each
+parameter's jackknife spread.
 """
 
 from __future__ import annotations

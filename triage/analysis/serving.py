@@ -18,6 +18,7 @@ from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
+from ..inputs.registry import changes_format, touched_groups
 from ..inputs.traffic import Lengths, Scheduler, Traffic
 from ..model import layers
 from ..model.iteration import IterationCost, iteration_cost
@@ -25,19 +26,26 @@ from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.serving import Outcome, Requests, simulate
 
+STABLE = 0.9                  # completions per arrival, at least, for a rate to count as served
 SEARCH_STEPS = 8              # bisection steps of the largest rate at the SLO (0.4 % of the bracket)
-DOUBLINGS = 20                # the search's doublings from the largest rate, at most (2^20 x)
+DOUBLINGS = 20                # the search's doublings (or quarterings) from the largest rate, at most
+RATE_MIN, RATE_MAX = 1e-6, 1e6  # requests/s: the rates a search considers (the schema's bounds)
 
 
 def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
     if spec.kind == "fixed":
-        return np.full(n, spec.a)
-    if spec.kind == "lognormal":
-        return np.maximum(np.round(spec.a * np.exp(spec.b * rng.standard_normal(n))), 1.0)
-    if spec.kind == "uniform":
-        return np.round(rng.uniform(spec.a, spec.b, n))
-    assert trace is not None
-    return np.resize(trace, n).astype(float)
+        out = np.full(n, spec.a)
+    elif spec.kind == "lognormal":
+        out = spec.a * np.exp(spec.b * rng.standard_normal(n))
+    elif spec.kind == "uniform":
+        out = rng.uniform(spec.a, spec.b, n)
+    else:
+        assert trace is not None
+        out = np.resize(trace, n).astype(float)
+    return np.maximum(np.round(out), 1.0)                    # whole tokens
+
+
+FIT = 0.95                    # a request is cut to this share of the KV room (the watermark and a block spare)
 
 
 def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
@@ -60,8 +68,9 @@ def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
         arrival = np.cumsum(rng.gamma(shape, 1.0 / (rate * shape), n))
     else:
         arrival = np.cumsum(rng.exponential(1.0 / rate, n))
-    output = np.clip(output, 1.0, max(max_tokens - 1.0, 1.0))
-    prompt = np.clip(prompt, 1.0, np.maximum(max_tokens - output, 1.0))
+    room = max(np.floor(FIT * max_tokens) - 16.0, 2.0)
+    output = np.clip(output, 1.0, room - 1.0)
+    prompt = np.clip(prompt, 1.0, np.maximum(room - output, 1.0))
     # the shared prefix: every request whose index falls in the share (spread evenly), at most its prompt less one
     hit = np.floor((np.arange(n) + 1) * traffic.prefix_share) > np.floor(np.arange(n) * traffic.prefix_share)
     shared = np.where(hit, np.minimum(float(traffic.prefix_tokens), prompt - 1.0), 0.0)
@@ -81,7 +90,9 @@ def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str,
 
 
 def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> dict[str, Any]:
-    """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law)."""
+    """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law). TTFT, TPOT and
+    end-to-end percentiles are over the measured requests; the time-between-tokens percentiles over every
+    token gap of the run (the warm-up's included: a gap is not kept with its request)."""
     n = len(req)
     start = int(np.floor(traffic.warmup * n))
     keep = np.arange(start, n)
@@ -89,34 +100,39 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> di
     span = max(window[1] - window[0], 1e-12)
     done = out.done[keep]
     finished = np.isfinite(done)
-    in_window = finished & (done <= window[1])
+    # what the engine completes inside the window, whichever request it is (above capacity: warm-up ones too)
+    completed = (out.done >= window[0]) & (out.done <= window[1])
     ttft = out.first[keep] - req.arrival[keep]
     e2e = done - req.arrival[keep]
     multi = finished & (req.output[keep] > 1)
     tpot = (done[multi] - out.first[keep][multi]) / (req.output[keep][multi] - 1)
     gaps, weights = out.token_gaps()
-    meets = finished.copy()
+    every_ttft = out.first - req.arrival
+    meets = completed.copy()
     if traffic.slo_ttft_s is not None:
-        meets &= ttft <= traffic.slo_ttft_s
+        meets &= every_ttft <= traffic.slo_ttft_s
     if traffic.slo_tbt_s is not None:
-        meets &= out.max_gap[keep] <= traffic.slo_tbt_s
+        meets &= out.max_gap <= traffic.slo_tbt_s
     if traffic.slo_tpot_s is not None:
-        tp = np.where(req.output[keep] > 1, (done - out.first[keep]) / np.maximum(req.output[keep] - 1, 1), 0.0)
+        tp = np.where(req.output > 1, (out.done - out.first) / np.maximum(req.output - 1, 1), 0.0)
         meets &= tp <= traffic.slo_tpot_s
     # Little's law over the window: the time-average number in the system against arrival rate × mean time
     a, d = req.arrival[keep], np.where(finished, done, np.inf)
     overlap = np.clip(np.minimum(d, window[1]) - np.maximum(a, window[0]), 0.0, None)
     in_system = float(overlap.sum() / span)
     arrivals_in = (n - start - 1) / span
+    throughput = float(completed.sum() / span)
     return {
         "rate_rps": rate,
         "ttft_s": _summary(ttft[finished]), "tbt_s": _summary(gaps, weights), "tpot_s": _summary(tpot),
         "e2e_s": _summary(e2e[finished]),
-        "throughput_rps": float(in_window.sum() / span),
-        "output_tokens_per_s": float(req.output[keep][in_window].sum() / span),
-        "goodput_rps": float((meets & in_window).sum() / span),
-        "slo_met": _slo_met(traffic, _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot),
-                            finished.all()),
+        "throughput_rps": throughput,
+        "output_tokens_per_s": float(req.output[completed].sum() / span),
+        "goodput_rps": float(meets.sum() / span),
+        # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
+        # queue fails whatever the latency bounds say) and the bounds hold
+        "slo_met": throughput >= STABLE * arrivals_in and _slo_met(
+            traffic, _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot), finished.all()),
         "mean_batch": out.batch_seconds / out.busy_s if out.busy_s else 0.0,
         "preemptions": out.preemptions,
         "requests": int(n - start), "warmup_requests": start, "simulated_s": float(np.nanmax(out.done)),
@@ -144,14 +160,16 @@ class Side:
     cost: IterationCost
     scheduler: Scheduler
     window: float = float("inf")      # the model's trained context: no request runs longer
+    tp: int = 1                       # GPUs of one instance (tensor parallel)
 
     def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
         req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
         return statistics(req, simulate(req, self.cost, self.scheduler), traffic, rate)
 
     def gpus(self) -> int:
+        """GPUs the deployment holds: its instances times each one's tensor-parallel group."""
         s = self.scheduler
-        return s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1
+        return self.tp * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
 
 
 def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
@@ -159,20 +177,29 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
     SLO or when even a rate 1/1000 of the hint fails."""
     if traffic.slo_ttft_s is None and traffic.slo_tbt_s is None and traffic.slo_tpot_s is None:
         return None
-    low, high = 0.0, max(hint, 1e-3)
-    for _ in range(DOUBLINGS):
+    low, high = 0.0, min(max(hint, RATE_MIN), RATE_MAX)
+    for _ in range(DOUBLINGS):                # up from the hint while the SLO holds
         if not side.run(traffic, high)["slo_met"]:
             break
-        low, high = high, high * 2
+        low, high = high, min(high * 2, RATE_MAX)
+        if low == RATE_MAX:
+            return low
     else:
         return low
-    if low == 0.0:
-        probe = high / 1000
-        if not side.run(traffic, probe)["slo_met"]:
+    for _ in range(DOUBLINGS):                # down from the hint until it holds
+        if low:
+            break
+        probe = high / 4
+        if probe < RATE_MIN:
             return 0.0
-        low = probe
-    for _ in range(SEARCH_STEPS):
-        mid = (low + high) / 2
+        if side.run(traffic, probe)["slo_met"]:
+            low = probe
+        else:
+            high = probe
+    if not low:
+        return 0.0
+    for _ in range(SEARCH_STEPS):             # bisection in log space: a factor of 2^(1/2^k) at the end
+        mid = float(np.sqrt(low * high))
         low, high = (mid, high) if side.run(traffic, mid)["slo_met"] else (low, mid)
     return low
 
@@ -231,7 +258,11 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tup
         searched = t.slo_ttft_s is not None or t.slo_tbt_s is not None or t.slo_tpot_s is not None
         return len(t.rates) + (SEARCH_STEPS + DOUBLINGS + 1 if searched else 0)
 
-    work = sum(b.traffic.requests * runs(b.traffic) * 2
+    # the sensitivity analysis simulates again each variant that moves a kernel of the card's (regions.py)
+    spec = claim.change.get("speculative", {})
+    again = 1 + (3 + 2 * changes_format(claim.change) + 4 * ("acceptance" in spec) if touched_groups(claim.change)
+                 else 0)
+    work = again * sum(b.traffic.requests * runs(b.traffic) * 2
                * len({(int(m.model_idx[i]), int(m.hardware_idx[i])) for i in np.flatnonzero(m.block_idx == k)})
                for k, b in enumerate(m.blocks) if b.traffic is not None)
     if work > LIMITS.serving_work:
@@ -262,9 +293,16 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tup
                 claim_req[same] = known[(b, mi, hi)]["claim"]["gpu_seconds_per_request"]
                 continue
             window = float(m.models[mi].max_context or np.inf)
-            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler), window)
+            tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
+            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler), window,
+                        tp_b)
             new = Side(one(g.claim.inputs, claim_ceff, claim_beff, i),
-                       traffic_mod.scheduler({**block.scheduler, **change}), window)
+                       traffic_mod.scheduler({**block.scheduler, **change}), window, tp_c)
+            for side in (base, new):
+                if side.cost.kv_tokens < 2 * side.scheduler.block_size:
+                    raise UserError([Problem(block.name, path="$.traffic", message=(
+                        f"{m.models[mi].key} on {m.hardware[hi].key}: the weights leave no room for a request's KV "
+                        f"cache ({side.cost.kv_tokens:,.0f} tokens); more GPUs (tp) or a smaller model"))])
             try:
                 result = serve(base, new, block.traffic)
             except ValueError as exc:

@@ -131,14 +131,20 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
                for k in ("prompt_tokens", "output_tokens")}
     if trace is None and any(v.kind == "trace" for v in lengths.values()):
         problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
-    rates = tuple(float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw else []))
+    rates = tuple(sorted({float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw
+                                              else [])}))
     if not rates and trace is None:
         problems.append(doc.problem(path, "traffic needs rate or rates (requests/s), or a trace to replay at its own"))
     if not rates and trace is not None:
         rates = (trace.rate,)
     if "duration" in raw:
         duration = _quantity(doc, path + ("duration",), raw["duration"], "time", problems)
-        requests = int(min(max(rates, default=1.0) * duration, LIMITS.serving_requests))
+        wanted = max(rates, default=1.0) * duration if math.isfinite(duration) else 10.0
+        if wanted > LIMITS.serving_requests:
+            problems.append(doc.problem(path + ("duration",), (
+                f"{wanted:,.0f} requests at the largest rate; a simulation takes at most "
+                f"{LIMITS.serving_requests:,} (limit serving_requests)")))
+        requests = int(min(max(wanted, 10.0), LIMITS.serving_requests))
     else:
         requests = int(raw.get("requests", 2000))
     if requests > LIMITS.serving_requests:
@@ -221,7 +227,7 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
                 continue
             try:
                 if azure:
-                    stamp = datetime.fromisoformat(r[0].strip()[:26])
+                    stamp = datetime.fromisoformat(r[0].strip()[:26]).replace(tzinfo=None)
                     start = start or stamp
                     arrival = (stamp - start).total_seconds()
                 else:
@@ -240,7 +246,11 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
                                                         "times and token counts below 10 million"))
         return None
     a = a[np.argsort(a[:, 0], kind="stable")]
-    return Trace(file, a[:, 0] - a[0, 0], np.maximum(a[:, 1], 1.0), np.maximum(a[:, 2], 1.0))
+    if a[-1, 0] <= a[0, 0]:
+        problems.append(Problem(file, path="", message="every request of the trace arrives at the same time: no "
+                                                        "rate to scale"))
+        return None
+    return Trace(file, a[:, 0] - a[0, 0], np.maximum(np.round(a[:, 1]), 1.0), np.maximum(np.round(a[:, 2]), 1.0))
 
 
 def parse_change(claim: Any) -> dict[str, Any]:

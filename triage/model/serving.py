@@ -80,7 +80,8 @@ class _Engine:
     """One instance's state: the waiting queue, the running batch and the KV it holds. Per-request state is
     kept in plain lists (the loop touches a few entries an event; numpy's per-call cost would dominate)."""
 
-    def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, decode_only: bool = False):
+    def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, decode_only: bool = False,
+                 first: np.ndarray | None = None):
         self.req, self.cost, self.s = req, cost, sched
         n = len(req)
         self.decode_only = decode_only
@@ -91,7 +92,8 @@ class _Engine:
         self.pre: list[float] = ([0.0] * n) if decode_only else (prompt - cached).tolist()
         self.ctx: list[float] = prompt.tolist() if decode_only else cached.tolist()
         self.left: list[float] = req.output.astype(float).tolist()
-        self.last: list[float] = [0.0] * n
+        # a decode pool's request arrives with its KV; its first token came from the prefill pool at ``first``
+        self.last: list[float] = first.tolist() if first is not None else [0.0] * n
         self.gap: list[float] = [0.0] * n            # the longest gap between two of its tokens
         self.first: list[float] = [math.nan] * n
         self.done: list[float] = [math.nan] * n
@@ -245,12 +247,20 @@ class _Engine:
                     c = min(self.pre[i], budget)
                     chunks.append((i, c))
                     budget -= c
+        back = 0.0
         while budget > 0 and self.waiting and self._admissible(self.waiting[0]):
             i = self.waiting.popleft()
             self._admit(i)
+            if self.swapped[i]:                       # back from host memory: its KV over the link, no prefill
+                back += self.ctx[i] * self.cost.kv_bytes_per_token
+                self.swapped[i] = False
+                continue
             c = min(self.pre[i], budget)
             chunks.append((i, c))
             budget -= c
+        if self.paged and self.kv_used + len(decodes) > self.kv_cap and len(self.running) > 1:
+            self._preempt()                           # the decodes cannot grow a token each: make room first
+            return
         t_sum = float(len(decodes))
         d = sum(self.ctx[i] for i in decodes)
         r = t_sum
@@ -270,7 +280,7 @@ class _Engine:
                 self.prefilling -= 1
                 completed.append(i)
                 r += 1
-        t = self.cost.scalar(t_sum, r, d, p, new)
+        t = self.cost.scalar(t_sum, r, d, p, new) + back / self.s.host_link_bytes_per_s
         for i in decodes:
             self.ctx[i] += 1
         if self.paged:
@@ -282,7 +292,7 @@ class _Engine:
         """Decode steps of the running batch up to the next event: the steps' times from one decode line."""
         run = self.running
         b = len(run)
-        k = int(min(self.left[i] for i in run))
+        k = max(int(min(self.left[i] for i in run)), 1)
         if self.paged:
             room = self.kv_cap - self.kv_used
             if room < b:                              # the batch cannot grow one token: preempt the latest
@@ -336,8 +346,11 @@ class _Engine:
     def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
                ) -> list[float]:
         """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon``."""
-        if horizon == math.inf and k > 64:           # nothing to stop at: all k in one vectorized pass
-            return IterationCost.steps(line, const, k).tolist()
+        if k > 64:                                    # many steps: one vectorized pass, the horizon searched
+            times = IterationCost.steps(line, const, k)
+            if horizon != math.inf:
+                times = times[:int(np.searchsorted(np.cumsum(times), horizon)) + 1]
+            return times.tolist()
         out: list[float] = []
         elapsed = 0.0
         for s in range(k):
@@ -361,7 +374,7 @@ class _Engine:
         i = self.running.pop()
         self.kv_used -= self._held(i)
         self.preemptions += 1
-        if self.s.preemption == "swap":
+        if self.s.preemption == "swap" or self.decode_only:   # a decode instance cannot prefill: it swaps
             self.swapped[i] = True
             self.now += self.ctx[i] * self.cost.kv_bytes_per_token / self.s.host_link_bytes_per_s
         else:                                          # recompute: its prompt and tokens so far, prefilled again
@@ -374,7 +387,9 @@ class _Engine:
         while self.waiting and self._admissible(self.waiting[0]):
             i = self.waiting.popleft()
             self._admit(i)
-            self.last[i] = self.arrival[i]
+            if self.swapped[i]:                       # back from host memory over the link
+                self.now += self.ctx[i] * self.cost.kv_bytes_per_token / self.s.host_link_bytes_per_s
+                self.swapped[i] = False
             self.started[i] = self.charged[i] = True
 
     def run(self) -> Outcome:
@@ -396,8 +411,10 @@ class _Engine:
             if self.s.policy == "chunked":
                 if self.prefilling or self.waiting and self._admissible(self.waiting[0]):
                     self._chunked()
-                else:
+                elif self.running:
                     self._decode_jump()
+                else:
+                    raise ValueError("a request's KV does not fit the GPU's free memory")
                 continue
             idle = not self.running
             if self.waiting and (idle or self.s.policy != "static") and self._admissible(self.waiting[0]):
@@ -438,12 +455,12 @@ def simulate(req: Requests, cost: IterationCost, sched: Scheduler, decode_cost: 
         idx = np.flatnonzero(multi)[k::sched.decode_gpus]
         idx = idx[np.argsort(ready[idx], kind="stable")]
         sub = Requests(ready[idx], req.prompt[idx], req.output[idx] - 1)
-        e = _Engine(sub, decode_cost or cost, sched, decode_only=True)
+        e = _Engine(sub, decode_cost or cost, sched, decode_only=True, first=first[idx])
         o = e.run()
         out.done[idx] = o.done
-        out.max_gap[idx] = np.maximum(o.max_gap, ready[idx] - first[idx])
-        out.gaps += o.gaps + [ready[idx] - first[idx]]
-        out.weights += o.weights + [np.ones(idx.size)]
+        out.max_gap[idx] = o.max_gap                   # its first gap: first token to second, transfer included
+        out.gaps += o.gaps
+        out.weights += o.weights
         out.busy_s += o.busy_s
         out.batch_seconds += o.batch_seconds
         out.preemptions += o.preemptions

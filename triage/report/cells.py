@@ -174,8 +174,13 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
         m = ev.matrix
         for (b, mi, hi), result in ev.serving.items():       # a workload's traffic: its simulation, one object
             served = serving_json(result)
+            base, claim = result["baseline"], result["claim"]
+            first = (f"the serving simulation decides: {result['gain']['end_to_end']:.3f}× in "
+                     + ("the largest rate at the SLO" if result["gain"]["basis"] == "max_rate_at_slo" else "goodput")
+                     + f" ({base['scheduler']} → {claim['scheduler']} scheduler); the step-level reasons follow")
             for i in np.flatnonzero((m.block_idx[:n] == b) & (m.model_idx[:n] == mi) & (m.hardware_idx[:n] == hi)):
                 out[i]["serving"] = served
+                out[i]["reasons"] = [first, *out[i]["reasons"]]
     finally:
         if enabled:
             gc.enable()

@@ -411,14 +411,14 @@ def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title:
 
 
 def latency_rate(series: list[dict[str, Any]], slo: dict[str, tuple[float, str]], title: str) -> str:
-    """P99 TTFT and P99 time-between-tokens against the offered rate (requests/s), baseline solid with dots,
-    claim dashed with triangles; each SLO (bound, the percentile it holds at) a horizontal line in its metric's
-    colour."""
+    """TTFT and time-between-tokens (each at the percentile its SLO holds at, named in ``labels``) against the
+    offered rate (requests/s), baseline solid with dots, claim dashed with triangles; each SLO (bound,
+    percentile) a horizontal line in its metric's colour."""
     rates = [r for s in series for r in s["rate_rps"]]
-    times = [t for s in series for k in ("ttft_p99_s", "tbt_p99_s") for t in s[k] if t and t > 0]
+    times = [t for s in series for k in ("ttft", "tbt") for t in s[k] if t and t > 0]
     if not rates or not times:
         return ""
-    c = Canvas(title, "offered load, requests/s", "P99 latency (log scale)")
+    c = Canvas(title, "offered load, requests/s", "latency (log scale)")
     span = times + [v for v, _ in slo.values()]
     y_lo, y_hi = min(span) / 1.5, max(span) * 1.5
     x_lo, x_hi = 0.0, max(rates) * 1.05
@@ -430,14 +430,15 @@ def latency_rate(series: list[dict[str, Any]], slo: dict[str, tuple[float, str]]
     step = max(rates) / 5
     c.ticks_x([round(step * i, 6) for i in range(6)], sx, lambda v: f"{v:g}", x_lo, x_hi)
     c.ticks_y([m * d for d in _decades(y_lo, y_hi) for m in (1, 2, 5)], sy, _seconds, y_lo, y_hi)
-    metrics = (("ttft_p99_s", "P99 TTFT", STYLE.lines[0]), ("tbt_p99_s", "P99 TBT", STYLE.lines[1 % len(STYLE.lines)]))
+    labels = series[0]["labels"]
+    metrics = (("ttft", labels["ttft"], STYLE.lines[0]), ("tbt", labels["tbt"], STYLE.lines[1 % len(STYLE.lines)]))
     for key, name, color in metrics:
         if key in slo:
             bound, at = slo[key]
             y = sy(bound)
             c.shapes.append(f'<line x1="{c.x0}" y1="{y:.1f}" x2="{c.x1}" y2="{y:.1f}" stroke="{color}" '
                             f'stroke-dasharray="2,4"/>')
-            c.legend.append(("dash", color, f"SLO: {name.split()[-1]} at {at.upper()} ≤ {_seconds(bound)}"))
+            c.legend.append(("dash", color, f"SLO: {name} ≤ {_seconds(bound)}"))
         for n, sd in enumerate(series):
             pts = [(r, t) for r, t in zip(sd["rate_rps"], sd[key], strict=True) if t and t > 0]
             if not pts:

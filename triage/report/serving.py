@@ -18,8 +18,13 @@ def _why(b: dict[str, Any], c: dict[str, Any], gain: dict[str, Any]) -> str:
     rb, rc = b["rates"][-1], c["rates"][-1]
     parts = [f"at {rb['rate_rps']:g} requests/s the baseline runs {rb['mean_batch']:.1f} sequences a step on "
              f"average and the claim {rc['mean_batch']:.1f}"]
-    changed = [f"{k.replace('_', ' ')} {b['scheduler_config'][k]} → {v}" for k, v in c["scheduler_config"].items()
-               if b["scheduler_config"].get(k) != v]
+    def shown(k: str, v: Any) -> str:
+        if k.endswith("bytes_per_s"):
+            return units.fmt_bandwidth(v)
+        return units.fmt_time(v) if k.endswith("_s") else str(v)
+    changed = [f"{k.replace('_bytes_per_s', '').replace('_s', '').replace('_', ' ')} "
+               f"{shown(k, b['scheduler_config'][k])} → {shown(k, v)}"
+               for k, v in c["scheduler_config"].items() if b["scheduler_config"].get(k) != v]
     if changed:
         parts.append("the scheduler changes " + ", ".join(changed))
     if abs(c["kv_tokens"] - b["kv_tokens"]) > 0.01 * b["kv_tokens"]:
@@ -30,12 +35,14 @@ def _why(b: dict[str, Any], c: dict[str, Any], gain: dict[str, Any]) -> str:
                  f"P99 time between tokens {_t(rb['tbt_s']['p99'])} → {_t(rc['tbt_s']['p99'])} (a decode waits "
                  f"for every prefill the scheduler puts before it)")
     if gain["basis"] == "max_rate_at_slo":
+        per = (f" ({b['gpus']} and {c['gpus']} GPUs: per GPU, {gain['end_to_end']:.2f}×)"
+               if b["gpus"] != c["gpus"] or b["gpus"] > 1 else f": {gain['end_to_end']:.2f}×")
         parts.append(f"the SLO holds up to {b['max_rate_at_slo_rps']:.3g} → {c['max_rate_at_slo_rps']:.3g} "
-                     f"requests/s" + (" per GPU" if b["gpus"] > 1 or c["gpus"] > 1 else "")
-                     + f": {gain['end_to_end']:.2f}×, the end-to-end gain the verdict reads")
+                     f"requests/s{per}, the end-to-end gain the verdict reads")
     else:
-        parts.append(f"no rate meets the SLO on the baseline: the gain is the goodput's at {rb['rate_rps']:g} "
-                     f"requests/s, {gain['end_to_end']:.2f}×")
+        why = "no SLO is given" if b["max_rate_at_slo_rps"] is None else "no rate meets the SLO on the baseline"
+        parts.append(f"{why}: the gain is the goodput's at {rb['rate_rps']:g} requests/s, per GPU, "
+                     f"{gain['end_to_end']:.2f}×")
     return "; ".join(parts)
 
 
@@ -81,12 +88,14 @@ def figure_series(ev: Evaluation) -> tuple[list[dict[str, Any]], dict[str, tuple
     (bi, mi, hi), r = next(iter(ev.serving.items()))
     t = ev.matrix.blocks[bi].traffic
     assert t is not None
+    # each latency at the percentile its SLO holds at (P99 without one)
     series = [{"name": name, "rate_rps": [x["rate_rps"] for x in r[key]["rates"]],
-               "ttft_p99_s": [x["ttft_s"]["p99"] for x in r[key]["rates"]],
-               "tbt_p99_s": [x["tbt_s"]["p99"] for x in r[key]["rates"]]}
+               "ttft": [x["ttft_s"][t.ttft_at] for x in r[key]["rates"]],
+               "tbt": [x["tbt_s"][t.tbt_at] for x in r[key]["rates"]],
+               "labels": {"ttft": f"TTFT {t.ttft_at.upper()}", "tbt": f"TBT {t.tbt_at.upper()}"}}
               for name, key in (("baseline", "baseline"), ("claim", "claim"))]
     title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].key} on "
              f"{ev.matrix.hardware[hi].key} (serving simulation)")
-    bounds = {k: (v, at) for k, v, at in (("ttft_p99_s", t.slo_ttft_s, t.ttft_at), ("tbt_p99_s", t.slo_tbt_s, t.tbt_at))
+    bounds = {k: (v, at) for k, v, at in (("ttft", t.slo_ttft_s, t.ttft_at), ("tbt", t.slo_tbt_s, t.tbt_at))
               if v is not None}
     return series, bounds, title
