@@ -5,7 +5,7 @@ tokens the decodes and chunks read, P query-key pairs the prefill chunks attend,
 group's FLOPs, vector ops and bytes are affine in (T, R, D, P); the coefficients are read off the cost
 model's own ``step_cost`` at five probe steps of the cell (decode at batch 1 and 2, a longer context, a
 prefill of 1 and 2 tokens), so the serving simulation prices exactly what a step prices (a pure decode of B
-sequences at context C, a prefill of one prompt: ``tests/model/test_iteration.py``). Dense models only: the
+sequences at context C, a prefill of one prompt: ``tests/model/test_serving.py``). Dense models only: the
 experts a step touches and the embedding rows saturate, which the affine form does not (MoE cards keep their
 step-level layers).
 """
@@ -49,17 +49,6 @@ class IterationCost:
         object.__setattr__(self, "_compute", self.compute.tolist())
         object.__setattr__(self, "_memory", self.memory.tolist())
 
-    def time(self, t: np.ndarray, r: np.ndarray, d: np.ndarray, p: np.ndarray, new_requests: np.ndarray
-             ) -> np.ndarray:
-        """Seconds of iterations with these statistics (arrays broadcast). A decode-only iteration's attention
-        reads at the SM occupancy its sequences reach (layers.decode_occupancy), as a decode step does."""
-        x = np.stack(np.broadcast_arrays(np.ones_like(t, dtype=float), t, r, d, p), axis=-1)
-        memory = x @ self.memory.T
-        occupancy = np.where(np.asarray(p) > 0, 1.0, np.minimum(1.0, np.asarray(r, dtype=float) * self.busy_per_decode))
-        memory[..., ATTENTION] = memory[..., ATTENTION] / np.maximum(occupancy, 1e-9)
-        side = np.maximum(x @ self.compute.T, memory).sum(axis=-1)
-        return side + self.comm[0] + self.comm[1] * t + self.step_s + self.request_s * new_requests
-
     def decode_line(self, b: int, d0: float) -> tuple[list[tuple[float, float, float, float]], float]:
         """Decode-only iterations of b sequences whose contexts sum to d0 at the first and grow by b a step: per
         group (compute at step 0, its growth a step, memory at step 0, its growth), and the constant seconds."""
@@ -71,11 +60,6 @@ class IterationCost:
             scale = 1.0 / occupancy if g == ATTENTION else 1.0
             line.append((c0, c[3] * b, m0 * scale, m[3] * b * scale))
         return line, self.comm[0] + self.comm[1] * b + self.step_s
-
-    @staticmethod
-    def first_step(line: list[tuple[float, float, float, float]], const: float) -> float:
-        """The first iteration of a decode line, in seconds."""
-        return const + sum(c0 if c0 > m0 else m0 for c0, _, m0, _ in line)
 
     @staticmethod
     def steps(line: list[tuple[float, float, float, float]], const: float, k: int) -> np.ndarray:

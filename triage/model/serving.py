@@ -17,9 +17,9 @@ Kwon et al. 2023 §6.1). When a growing paged batch runs out, the latest admitte
 (recompute: it re-prefills its prompt and the tokens so far; swap: its KV goes to host memory and back over
 the host link). Prefix caching prefills and holds a shared prompt prefix once.
 
-Between arrivals, completions and memory exhaustion a batch of decodes advances in closed form: the
-iteration times of the k steps to the next event are one vectorized call (contexts grow by one token a
-step), so the Python loop runs once per event, not per token.
+Between arrivals, completions and memory exhaustion a batch of decodes advances in one pass: each group's
+sides are linear in the step (contexts grow by one token a step), so the k steps to the next event are priced
+together, and the Python loop runs once per event, not per token.
 """
 
 from __future__ import annotations
