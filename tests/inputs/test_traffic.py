@@ -148,3 +148,10 @@ def test_a_trace_whose_requests_all_arrive_at_once_is_refused(tmp_path):
     f.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,1\n0,20,2\n")
     problems = []
     assert read_trace(f, problems) is None and "same time" in str(problems[0])
+
+
+def test_an_moe_model_in_a_serving_simulation_is_said_to_be_approximate(tmp_path):
+    w = {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
+         "workloads": [{"name": "w", "context": 1024, "traffic": {"rate": 2, "requests": 100}}]}
+    d = triage.evaluate(KV, w, analyse=False).to_dict()
+    assert "serving-moe" in {x["code"] for x in d["warnings"]}

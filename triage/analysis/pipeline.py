@@ -121,6 +121,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
     found += [w for w in check.get("warnings", []) if w not in found]
+    moe = sorted({m.models[mi].key for _, mi, _ in served if m.models[mi].num_experts})
+    if moe:
+        found.append({"code": "serving-moe", "message": (
+            f"the serving simulation prices {', '.join(moe)} with the experts a probe step touches: how many "
+            f"experts a larger iteration reads is not modelled there (the step-level layers are exact)")})
     if "scheduler" in claim.change and not served:
         found.append({"code": "scheduler-unpriced", "message": (
             "change.scheduler acts on the request queue, and no workload here has traffic: (a request stream): the "
