@@ -224,3 +224,13 @@ def test_gpus_count_each_instances_tensor_parallel_group():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     assert serving.Side(_cost(ev), Scheduler(), tp=2).gpus() == 2
     assert serving.Side(_cost(ev), Scheduler(policy="disaggregated", prefill_gpus=2), tp=4).gpus() == 12
+
+
+def test_the_warm_up_requests_gaps_are_left_out():
+    # 100 requests of 128 tokens at a low rate, the first half warm-up: the kept gaps are 50 x 127 tokens
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    t = _traffic(requests=100, warmup=0.5)
+    req = serving.requests(t, 0.5, 1e6)
+    out = simulate(req, _cost(ev), Scheduler(), measured=np.arange(100) >= 50)
+    assert out.token_gaps()[1].sum() == 50 * 127
+    assert simulate(req, _cost(ev), Scheduler()).token_gaps()[1].sum() == 100 * 127

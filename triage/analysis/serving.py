@@ -91,8 +91,8 @@ def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str,
 
 def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> dict[str, Any]:
     """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law). TTFT, TPOT and
-    end-to-end percentiles are over the measured requests; the time-between-tokens percentiles over every
-    token gap of the run (the warm-up's included: a gap is not kept with its request)."""
+    end-to-end percentiles are over the measured requests, and so are the time-between-tokens percentiles when
+    the simulation was told which requests are measured (Side.run does)."""
     n = len(req)
     start = int(np.floor(traffic.warmup * n))
     keep = np.arange(start, n)
@@ -164,7 +164,8 @@ class Side:
 
     def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
         req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
-        return statistics(req, simulate(req, self.cost, self.scheduler), traffic, rate)
+        measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
+        return statistics(req, simulate(req, self.cost, self.scheduler, measured=measured), traffic, rate)
 
     def gpus(self) -> int:
         """GPUs the deployment holds: its instances times each one's tensor-parallel group."""

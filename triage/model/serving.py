@@ -81,9 +81,11 @@ class _Engine:
     kept in plain lists (the loop touches a few entries an event; numpy's per-call cost would dominate)."""
 
     def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, decode_only: bool = False,
-                 first: np.ndarray | None = None):
+                 first: np.ndarray | None = None, measured: np.ndarray | None = None):
         self.req, self.cost, self.s = req, cost, sched
         n = len(req)
+        # whose token gaps the statistics keep (the warm-up's are left out)
+        self.measured: list[bool] = [True] * n if measured is None else measured.tolist()
         self.decode_only = decode_only
         # prefix caching: a shared prefix is prefilled once and held once (its KV set aside from the cache);
         # each request that starts with it prefills only the rest
@@ -163,10 +165,13 @@ class _Engine:
         last, gap, left, started = self.last, self.gap, self.left, self.started
         common, count = -1.0, 0.0
         finished = []
+        measured = self.measured
         for i in ids:
             if started[i]:
                 g = now - last[i]
-                if g == common:
+                if not measured[i]:
+                    pass
+                elif g == common:
                     count += 1
                 else:
                     if count:
@@ -307,23 +312,28 @@ class _Engine:
         total = sum(times)
         # the first step's gap: one step for those that ran the last iteration, longer for those that waited
         t0 = times[0]
-        stalled = 0
+        steady = 0                                    # measured sequences whose first gap is one step
+        counted = 0                                   # measured sequences of the batch
         for i in run:
             g = self.now + t0 - self.last[i]
+            kept = self.measured[i]
+            counted += kept
             if g > t0 * (1 + 1e-9):
-                stalled += 1
-                self.gaps.append(g)
-                self.weights.append(1.0)
+                if kept:
+                    self.gaps.append(g)
+                    self.weights.append(1.0)
                 if g > self.gap[i]:
                     self.gap[i] = g
-            elif t0 > self.gap[i]:
-                self.gap[i] = t0
-        if b > stalled:
+            else:
+                steady += kept
+                if t0 > self.gap[i]:
+                    self.gap[i] = t0
+        if steady:
             self.gaps.append(t0)
-            self.weights.append(float(b - stalled))
-        if k > 1:
+            self.weights.append(float(steady))
+        if k > 1 and counted:
             self.gaps.extend(times[1:])
-            self.weights.extend([float(b)] * (k - 1))
+            self.weights.extend([float(counted)] * (k - 1))
             longest = max(times[1:])
             for i in run:
                 if longest > self.gap[i]:
@@ -441,11 +451,12 @@ def _prefill_pool(req: Requests, cost: IterationCost, sched: Scheduler) -> np.nd
     return done
 
 
-def simulate(req: Requests, cost: IterationCost, sched: Scheduler, decode_cost: IterationCost | None = None
-             ) -> Outcome:
-    """Every request through the scheduler: first-token and completion times, token gaps."""
+def simulate(req: Requests, cost: IterationCost, sched: Scheduler, decode_cost: IterationCost | None = None,
+             measured: np.ndarray | None = None) -> Outcome:
+    """Every request through the scheduler: first-token and completion times, token gaps (of the ``measured``
+    requests only, when given: the warm-up's are left out)."""
     if sched.policy != "disaggregated":
-        return _Engine(req, cost, sched).run()
+        return _Engine(req, cost, sched, measured=measured).run()
     first = _prefill_pool(req, cost, sched)
     transfer = req.prompt * cost.kv_bytes_per_token / sched.link_bytes_per_s + sched.link_latency_s
     out = Outcome(first, np.full(len(req), np.nan), np.zeros(len(req)))
@@ -455,7 +466,8 @@ def simulate(req: Requests, cost: IterationCost, sched: Scheduler, decode_cost: 
         idx = np.flatnonzero(multi)[k::sched.decode_gpus]
         idx = idx[np.argsort(ready[idx], kind="stable")]
         sub = Requests(ready[idx], req.prompt[idx], req.output[idx] - 1)
-        e = _Engine(sub, decode_cost or cost, sched, decode_only=True, first=first[idx])
+        e = _Engine(sub, decode_cost or cost, sched, decode_only=True, first=first[idx],
+                    measured=None if measured is None else measured[idx])
         o = e.run()
         out.done[idx] = o.done
         out.max_gap[idx] = o.max_gap                   # its first gap: first token to second, transfer included
