@@ -34,27 +34,16 @@ sys.path.insert(0, str(ROOT))
 import triage  # noqa: E402
 from triage.analysis import serving  # noqa: E402
 from triage.inputs.traffic import Lengths, Scheduler  # noqa: E402
-from triage.model import layers  # noqa: E402
-from triage.model.iteration import iteration_cost  # noqa: E402
 from triage.model.serving import simulate  # noqa: E402
 
 KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
 
 
 def cost_of(workloads):
-    """The iteration model and traffic of a workload file's first workload (baseline side)."""
+    """The iteration model, traffic and trained window of a workload file's first workload (baseline side)."""
     ev = triage.evaluate(KV, workloads, analyse=False).evaluation
-    m, g = ev.matrix, ev.gaps
-    e = layers.engine_columns(m)
-    (ce, be), _ = layers.efficiencies(ev.claim, e["compute"], e["bandwidth"])
-
-    def at(v):
-        return float(np.broadcast_to(v, (len(m),))[0])
-    cost = iteration_cost(g.base.inputs.take(np.array([0])), layers.machine(m).take(np.array([0])),
-                          {k: at(v) for k, v in ce.items()}, {k: at(v) for k, v in be.items()},
-                          at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
-                          at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
-    return cost, m.blocks[0].traffic, float(m.models[0].max_context or np.inf)
+    m = ev.matrix
+    return serving.cell_cost(m, ev.claim, ev.gaps, 0), m.blocks[0].traffic, float(m.models[0].max_context or np.inf)
 
 
 def speed() -> None:

@@ -9,8 +9,6 @@ import pytest
 import triage
 from triage.analysis import serving
 from triage.inputs.traffic import Lengths, Scheduler, Traffic
-from triage.model import layers
-from triage.model.iteration import iteration_cost
 from triage.model.serving import Requests, simulate
 
 from conftest import CLAIMS
@@ -27,16 +25,7 @@ def _priced(cells, **defaults):
 
 
 def _cost(ev, i=0):
-    m, g = ev.matrix, ev.gaps
-    e = layers.engine_columns(m)
-    (ce, be), _ = layers.efficiencies(ev.claim, e["compute"], e["bandwidth"])
-
-    def at(v):
-        return float(np.broadcast_to(v, (len(m),))[i])
-    return iteration_cost(g.base.inputs.take(np.array([i])), layers.machine(m).take(np.array([i])),
-                          {k: at(v) for k, v in ce.items()}, {k: at(v) for k, v in be.items()},
-                          at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
-                          at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
+    return serving.cell_cost(ev.matrix, ev.claim, ev.gaps, i)
 
 
 def _traffic(**kw):

@@ -122,9 +122,10 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> di
     in_system = float(overlap.sum() / span)
     arrivals_in = (n - start - 1) / span
     throughput = float(completed.sum() / span)
+    summaries = {"ttft": _summary(ttft[finished]), "tbt": _summary(gaps, weights), "tpot": _summary(tpot)}
     return {
         "rate_rps": rate,
-        "ttft_s": _summary(ttft[finished]), "tbt_s": _summary(gaps, weights), "tpot_s": _summary(tpot),
+        "ttft_s": summaries["ttft"], "tbt_s": summaries["tbt"], "tpot_s": summaries["tpot"],
         "e2e_s": _summary(e2e[finished]),
         "throughput_rps": throughput,
         "output_tokens_per_s": float(req.output[completed].sum() / span),
@@ -132,7 +133,7 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> di
         # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
         # queue fails whatever the latency bounds say) and the bounds hold
         "slo_met": throughput >= STABLE * arrivals_in and _slo_met(
-            traffic, _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot), finished.all()),
+            traffic, summaries["ttft"], summaries["tbt"], summaries["tpot"], finished.all()),
         "mean_batch": out.batch_seconds / out.busy_s if out.busy_s else 0.0,
         "preemptions": out.preemptions,
         "requests": int(n - start), "warmup_requests": start, "simulated_s": float(np.nanmax(out.done)),
@@ -237,24 +238,23 @@ def serve(base: Side, claim: Side, traffic: Traffic) -> dict[str, Any]:
 Results = dict[tuple[int, int, int], dict[str, Any]]
 
 
-def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tuple[Results, Gaps]:
-    """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
-    `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
-    GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
-    inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating."""
-    gain = np.full(len(m), np.nan)
-    base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
-    claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)
-    results: dict[tuple[int, int, int], dict[str, Any]] = {}
-    if not any(b.traffic is not None for b in m.blocks):
-        return results, g
-    engine = layers.engine_columns(m)
-    (base_ceff, base_beff), (claim_ceff, claim_beff) = layers.efficiencies(claim, engine["compute"],
-                                                                            engine["bandwidth"])
-    hw = layers.machine(m)
-    capacity = np.broadcast_to(m.column("memory_bytes", "hardware"), (len(m),))
-    reserve = np.broadcast_to(m.column("reserve_bytes"), (len(m),))
-    change = traffic_mod.parse_change(claim)
+def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") -> IterationCost:
+    """The iteration model of cell ``i``'s baseline or claim: its inputs, chip, efficiencies (a card's kernels
+    at its share of them), fixed costs and memory, as the cell was priced."""
+    e = g.engine
+    ceff, beff = layers.efficiencies(claim, e["compute"], e["bandwidth"])[side == "claim"]
+    x = (g.base if side == "baseline" else g.claim).inputs
+
+    def at(v: Any) -> float:
+        return float(np.broadcast_to(v, (len(m),))[i])
+    return iteration_cost(x.take(np.array([i])), layers.machine(m).take(np.array([i])),
+                          {k: at(v) for k, v in ceff.items()}, {k: at(v) for k, v in beff.items()},
+                          at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
+                          at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
+
+
+def _check_work(m: Matrix, claim: Claim) -> None:
+    """A run's simulated requests, bounded before any is simulated (limit serving_work)."""
     def runs(t: Traffic) -> int:
         searched = t.slo_ttft_s is not None or t.slo_tbt_s is not None or t.slo_tpot_s is not None
         return len(t.rates) + (SEARCH_STEPS + DOUBLINGS + 1 if searched else 0)
@@ -272,48 +272,57 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tup
             f"2 sides x models and chips); a run simulates at most {LIMITS.serving_work:,} (limit serving_work): "
             f"fewer requests or rates"))])
 
-    def one(x: Any, ceff: dict[str, Any], beff: dict[str, Any], i: int) -> IterationCost:
-        def at(v: Any) -> float:
-            return float(np.broadcast_to(v, (len(m),))[i])
-        return iteration_cost(x.take(np.array([i])), hw.take(np.array([i])), {k: at(v) for k, v in ceff.items()},
-                              {k: at(v) for k, v in beff.items()}, at(engine["overhead_s"]),
-                              at(engine["layer_overhead_s"]), at(engine["request_overhead_s"]), at(capacity),
-                              at(reserve))
 
-    for b, block in enumerate(m.blocks):
-        if block.traffic is None:
-            continue
-        cells = np.flatnonzero(m.block_idx == b)
-        pairs = {(int(m.model_idx[i]), int(m.hardware_idx[i])): int(i) for i in cells[::-1]}
-        for (mi, hi), i in pairs.items():
-            if known is not None:
-                results[(b, mi, hi)] = known[(b, mi, hi)]
-                same = cells[(m.model_idx[cells] == mi) & (m.hardware_idx[cells] == hi)]
-                gain[same] = known[(b, mi, hi)]["gain"]["end_to_end"]
-                base_req[same] = known[(b, mi, hi)]["baseline"]["gpu_seconds_per_request"]
-                claim_req[same] = known[(b, mi, hi)]["claim"]["gpu_seconds_per_request"]
-                continue
-            window = float(m.models[mi].max_context or np.inf)
-            tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
-            base = Side(one(g.base.inputs, base_ceff, base_beff, i), traffic_mod.scheduler(block.scheduler), window,
-                        tp_b)
-            new = Side(one(g.claim.inputs, claim_ceff, claim_beff, i),
-                       traffic_mod.scheduler({**block.scheduler, **change}), window, tp_c)
-            for side in (base, new):
-                if side.cost.kv_tokens < 2 * side.scheduler.block_size:
-                    raise UserError([Problem(block.name, path="$.traffic", message=(
-                        f"{m.models[mi].key} on {m.hardware[hi].key}: the weights leave no room for a request's KV "
-                        f"cache ({side.cost.kv_tokens:,.0f} tokens); more GPUs (tp) or a smaller model"))])
-            try:
-                result = serve(base, new, block.traffic)
-            except ValueError as exc:
+def _pairs(m: Matrix) -> dict[tuple[int, int, int], int]:
+    """(block, model, chip) of every workload with traffic -> its first cell, in the matrix's order."""
+    cells = np.flatnonzero(np.array([b.traffic is not None for b in m.blocks])[m.block_idx])
+    keys = np.stack([m.block_idx[cells], m.model_idx[cells], m.hardware_idx[cells]], axis=1)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    return {(int(m.block_idx[i]), int(m.model_idx[i]), int(m.hardware_idx[i])): int(i) for i in sorted(cells[first])}
+
+
+def _simulate(m: Matrix, claim: Claim, g: Gaps) -> Results:
+    """Baseline and claim of every (block, model, chip) with traffic, simulated."""
+    _check_work(m, claim)
+    change = traffic_mod.parse_change(claim)
+    results: Results = {}
+    for (b, mi, hi), i in _pairs(m).items():
+        block = m.blocks[b]
+        assert block.traffic is not None
+        where = f"{m.models[mi].key} on {m.hardware[hi].key}"
+        window = float(m.models[mi].max_context or np.inf)
+        tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
+        base = Side(cell_cost(m, claim, g, i, "baseline"), traffic_mod.scheduler(block.scheduler), window, tp_b)
+        new = Side(cell_cost(m, claim, g, i, "claim"), traffic_mod.scheduler({**block.scheduler, **change}),
+                   window, tp_c)
+        for side in (base, new):
+            if side.cost.kv_tokens < 2 * side.scheduler.block_size:
                 raise UserError([Problem(block.name, path="$.traffic", message=(
-                    f"{m.models[mi].key} on {m.hardware[hi].key}: {exc}"))]) from None
-            results[(b, mi, hi)] = result
-            same = cells[(m.model_idx[cells] == mi) & (m.hardware_idx[cells] == hi)]
-            gain[same] = result["gain"]["end_to_end"]
-            base_req[same] = result["baseline"]["gpu_seconds_per_request"]
-            claim_req[same] = result["claim"]["gpu_seconds_per_request"]
+                    f"{where}: the weights leave no room for a request's KV cache ({side.cost.kv_tokens:,.0f} "
+                    f"tokens); more GPUs (tp) or a smaller model"))])
+        try:
+            results[(b, mi, hi)] = serve(base, new, block.traffic)
+        except ValueError as exc:
+            raise UserError([Problem(block.name, path="$.traffic", message=f"{where}: {exc}")]) from None
+    return results
+
+
+def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tuple[Results, Gaps]:
+    """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
+    `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
+    GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
+    inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating."""
+    if not any(b.traffic is not None for b in m.blocks):
+        return {}, g
+    results = known if known is not None else _simulate(m, claim, g)
+    gain = np.full(len(m), np.nan)
+    base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
+    claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)
+    for (b, mi, hi), r in results.items():
+        same = (m.block_idx == b) & (m.model_idx == mi) & (m.hardware_idx == hi)
+        gain[same] = r["gain"]["end_to_end"]
+        base_req[same] = r["baseline"]["gpu_seconds_per_request"]
+        claim_req[same] = r["claim"]["gpu_seconds_per_request"]
     served = ~np.isnan(gain)
     return results, replace(g, speedup_end_to_end=np.where(served, gain, g.speedup_end_to_end),
                             base_request_s=base_req, claim_request_s=claim_req)

@@ -137,5 +137,12 @@ catalog_option = click.option(
     "--catalog", "catalog_file", type=FILE,
     help="A user catalog (hardware: and models: entries, the workload file's format) merged over the shipped one; "
          "default: the file $TRIAGE_CATALOG names.")
+
+
+def matrix_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """--workloads, --model and --catalog: what a command prices the claim over (run, compare, sweep)."""
+    return workloads_option(model_option(catalog_option(fn)))
+
+
 output_option = click.option("--output", "-o", type=FILE, help="Write here (atomically) instead of standard output.")
 force_option = click.option("--force", is_flag=True, help="Overwrite an output file triage did not write.")

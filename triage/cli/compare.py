@@ -9,24 +9,12 @@ import click
 
 from ..report.compare import comparison, render_markdown
 from ..report.result import evaluate
-from .common import (
-    FILE,
-    catalog_option,
-    deliver,
-    force_option,
-    guard,
-    model_option,
-    output_format,
-    output_option,
-    workloads_option,
-)
+from .common import FILE, deliver, force_option, guard, matrix_options, output_format, output_option
 
 
 @click.command(name="compare")
 @click.argument("cards", nargs=-1, required=True, type=FILE)
-@workloads_option
-@model_option
-@catalog_option
+@matrix_options
 @output_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md or json; default from the -o suffix, else md.")

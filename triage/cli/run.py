@@ -15,16 +15,14 @@ from ..report.memo import RENDERERS, figure_data, render_markdown
 from ..report.result import evaluate, with_measurements
 from .common import (
     FILE,
-    catalog_option,
     deliver,
     force_option,
     guard,
-    model_option,
+    matrix_options,
     output_format,
     output_option,
     output_path,
     verbose,
-    workloads_option,
 )
 
 
@@ -38,9 +36,7 @@ def _binary(data: bytes) -> Callable[[BinaryIO], None]:
 @click.command(name="run")
 @click.argument("cards", nargs=-1, required=True, type=FILE)
 @click.option("--stack", is_flag=True, help="Apply several cards together as one claim (savings add up).")
-@workloads_option
-@model_option
-@catalog_option
+@matrix_options
 @output_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["md", "json"]), default=None,
               help="md (the decision memo) or json; default from the -o suffix, else md.")

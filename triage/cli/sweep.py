@@ -8,14 +8,12 @@ import click
 
 from ..report import frame
 from ..report.result import evaluate
-from .common import FILE, catalog_option, deliver, force_option, guard, model_option, workloads_option
+from .common import FILE, deliver, force_option, guard, matrix_options
 
 
 @click.command(name="sweep")
 @click.argument("card", type=FILE)
-@workloads_option
-@model_option
-@catalog_option
+@matrix_options
 @click.option("--output", "-o", type=FILE, required=True,
               help="out.csv or out.parquet (the suffix picks the format unless --format says).")
 @click.option("--format", "-f", "fmt", type=click.Choice(frame.FORMATS), default=None,

@@ -173,11 +173,19 @@ def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem
     raw = doc.data
     for part in path:
         raw = raw[part]
+    return _links(raw, lambda key, value, kind: _quantity(doc, path + (key,), value, kind, problems))
+
+
+# a scheduler's quantities: the links' bandwidths and latency
+LINKS = (("link", "bandwidth"), ("host_link", "bandwidth"), ("link_latency", "time"))
+
+
+def _links(raw: dict[str, Any], parse: Any) -> dict[str, Any]:
+    """A scheduler block with its link quantities in base units (a latency of 0 needs no unit)."""
     out = dict(raw)
-    for key, kind in (("link", "bandwidth"), ("host_link", "bandwidth"), ("link_latency", "time")):
-        if key in out:
-            out[key] = 0.0 if kind == "time" and out[key] == 0 else _quantity(doc, path + (key,), out[key], kind,
-                                                                               problems)
+    for key, kind in LINKS:
+        if key in out and not (kind == "time" and out[key] == 0):
+            out[key] = parse(key, out[key], kind)
     return out
 
 
@@ -255,11 +263,9 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
 
 def parse_change(claim: Any) -> dict[str, Any]:
     """A card's `change.scheduler`, its links and latency in base units (errors addressed to the card)."""
-    raw = dict(claim.change.get("scheduler") or {})
-    for key, kind in (("link", "bandwidth"), ("host_link", "bandwidth"), ("link_latency", "time")):
-        if key in raw and not (kind == "time" and raw[key] == 0):
-            try:
-                raw[key] = units.parse(raw[key], kind)
-            except units.UnitError as exc:
-                raise UserError([Problem(claim.file, path=f"$.change.scheduler.{key}", message=str(exc))]) from None
-    return raw
+    def parse(key: str, value: Any, kind: str) -> float:
+        try:
+            return units.parse(value, kind)
+        except units.UnitError as exc:
+            raise UserError([Problem(claim.file, path=f"$.change.scheduler.{key}", message=str(exc))]) from None
+    return _links(claim.change.get("scheduler") or {}, parse)

@@ -80,6 +80,7 @@ class Gaps:
     claim_request_theoretical_s: np.ndarray
     switched_on: np.ndarray          # an optional feature is on in this cell (always True for other changes)
     speedup_when_on: np.ndarray      # end to end with the feature on, NaN where a side does not fit
+    engine: dict[str, np.ndarray]    # the cells' efficiencies and fixed costs (engine_columns), as priced
 
 
 def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
@@ -394,4 +395,4 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
                 np.broadcast_to(request_seconds(steps, base.time_theoretical, gpus_b, m.batch), m.batch.shape),
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
                 switched_on,
-                np.broadcast_to(when_on, m.batch.shape))
+                np.broadcast_to(when_on, m.batch.shape), engine)
