@@ -61,3 +61,18 @@ PAPER_CONTEXTS = (1024, 4096, 32768, 131072, 1048576)  # searched when the card 
 CROSSOVER_CONTEXTS = np.array(sorted({2 ** n for n in range(8, 21)} | {3 * 2 ** (n - 1) for n in range(8, 20)}))
 CROSSOVER_BATCHES = np.array([1, 4, 16, 64])
 SLO_BATCHES = 2 ** np.arange(0, 12)                  # 1 … 2048: throughput at the SLO
+
+# Quality gates by kind (model/quality.py). Accuracy-like figures (accuracy, pass@k, retrieval) gate the WORST
+# task's retained fraction at the workload's quality_gate (the course's 99 % of fp16); perplexity gates its
+# relative increase. Between the gate and the band a lossy format is CONDITIONAL (opt-in, as engines ship lossy
+# formats); beyond the band NO-GO. Sources: README "Decision rules".
+ACCURACY_BAND = 0.97        # worst task retained at or above this (and below the gate): CONDITIONAL
+PERPLEXITY_GATE = 0.01      # a perplexity increase up to +1 %: GO-able
+PERPLEXITY_BAND = 0.05      # up to +5 %: CONDITIONAL; beyond: NO-GO
+# A quality figure measured on a model this many times larger than the workload's understates the loss there
+# (quantization error shrinks as models grow): a named condition.
+FAR_MODEL_FACTOR = 4.0
+
+# Where the baseline holds not one sequence on its GPUs and the claim does, the baseline is priced on this many
+# times the GPUs (the fewest that fit, within one 8-GPU node): the claim's gain is then GPUs saved.
+CAPACITY_TP = (2, 4, 8)

@@ -75,10 +75,27 @@ def test_low_bit_weights_need_perplexity_and_a_downstream_task():
     assert triage.evaluate(card, analyse=False).to_dict()["decision"]["verdict"] != "NO-GO"
 
 
+OFFLINE = {"workloads": [{"name": "chat-4k", "context": 4096, "share": 0.5},
+                         {"name": "chat-4k-b16", "context": 4096, "batch": 16, "share": 0.5}]}
+
+
 def test_the_fleet_gain_below_the_threshold_is_no_go():
-    # tensor parallel over 2 GPUs halves the step but doubles the GPUs: GPU-time per request does not fall
-    d = decide("course-tp2.yaml")
+    # tensor parallel over 2 GPUs halves the step but doubles the GPUs: GPU-time per request does not fall,
+    # and the cells say so in GPU-time, not in step latency
+    d = decide("course-tp2.yaml", OFFLINE)
     assert d["decision"]["weighted_speedup"]["end_to_end"] < 1.1 and d["decision"]["verdict"] == "NO-GO"
+    assert all(c["verdict"] == "NO-GO" for c in d["cells"])
+    assert any(r.startswith("GPU-time per request gains 0.9") for r in d["cells"][0]["reasons"])
+
+
+def test_a_workload_that_pays_makes_a_low_fleet_gain_conditional_not_no_go():
+    # the default matrix's serving workload (a 100 ms P99 time-between-tokens SLO): two GPUs hold more than
+    # twice the rate at the SLO there, while the offline workloads gain no GPU-time: enable it where it pays
+    d = decide("course-tp2.yaml")
+    assert d["decision"]["weighted_speedup"]["end_to_end"] < 1.1
+    assert d["decision"]["verdict"] == "CONDITIONAL" and "some workloads pay" in d["decision"]["rule"]
+    serve = [c for c in d["cells"] if c["workload"] == "serve-conv"]
+    assert serve and all(c["verdict"] == "GO" and c["speedup"]["end_to_end"] > 1.1 for c in serve)
 
 
 def test_baseline_paper_prices_against_the_stack_the_paper_improved_on():
@@ -95,7 +112,7 @@ def test_baseline_paper_prices_against_the_stack_the_paper_improved_on():
 def test_a_method_that_needs_what_the_stack_does_not_have_is_no_go_there():
     # H2O ranks tokens by attention scores, which a fused kernel never writes: incompatible with the default
     # (split, fused) stacks, compatible with eager attention
-    fused = decide("h2o.yaml")
+    fused = decide("h2o.yaml", OFFLINE)
     assert all(c["verdict"] == "NO-GO" and c["reasons"][0].startswith("incompatible with this stack: needs attention "
                                                                        "scores") for c in fused["cells"])
     eager = decide("h2o.yaml", {"defaults": {"attention": "eager"}, "workloads": [{"name": "chat", "context": 4096}]})

@@ -15,7 +15,7 @@ from triage.inputs.traffic import read_trace
 from conftest import CLAIMS
 
 ROOT = CLAIMS.parent
-TRACE = ROOT / "data" / "traces" / "azure-llm-inference-2023" / "AzureLLMInferenceTrace_conv.csv"
+TRACE = ROOT / "triage" / "data" / "traces" / "azure-llm-inference-2023" / "AzureLLMInferenceTrace_conv.csv"
 KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
 
 

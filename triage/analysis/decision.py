@@ -32,6 +32,8 @@ class Decision:
     share_only_claim_serves: float = 0.0
     share_claim_cannot_serve: float = 0.0
     rule: str = ""
+    incumbent: str | None = None                  # the shipped alternative the class is measured against
+    weighted_over_incumbent: float | None = None  # the fleet gain over it (GPU-time over GPU-time)
 
 
 def fleet_gain(base_s: np.ndarray, claim_s: np.ndarray, share: np.ndarray) -> tuple[float | None, float, float]:
@@ -43,39 +45,72 @@ def fleet_gain(base_s: np.ndarray, claim_s: np.ndarray, share: np.ndarray) -> tu
 
 REGRESSION_TOLERANCE = 0.02     # a workload more than 2 % slower with the claim is a regression
 
+# Why no workload can take the claim, most decisive first: (what the cells say, the rule's words).
+_BLOCKERS = (("incompatible", "the method cannot run in the stack that serves the requests"),
+             ("quality_fail", "quality beyond its kind's band on every workload it could serve"),
+             ("evidence_missing", "evidence the method class needs is missing (see the workloads' reasons)"),
+             ("incumbent_low", "the shipped alternative gets within the threshold of it on every workload"),
+             ("theory_low", "the bound is below the threshold on every workload"))
 
-def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None,
-          shares: dict[str, float]) -> tuple[str, str]:
-    """(verdict, the rule that decided it), first matching rule wins (README: decision rules)."""
+
+def _mask(a: np.ndarray, m: Matrix) -> np.ndarray:
+    return a if a.size else np.zeros(m.share.shape, dtype=bool)
+
+
+def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, shares: dict[str, float],
+          over_incumbent: float | None, incumbent_s: np.ndarray | None) -> tuple[str, str]:
+    """(verdict, the rule that decided it), first matching rule wins (README: decision rules). The decision
+    follows from the cells: GO needs GO cells, NO-GO has none that pay."""
     if gain is None:
         return "NO-GO", "no workload both sides can serve"
     min_gain = float(np.average(np.broadcast_to(m.column("min_gain"), m.share.shape), weights=m.share))
     both = np.isfinite(g.base_request_s) & np.isfinite(g.claim_request_s)
-    ratio = np.where(both, g.base_request_s / np.where(both, g.claim_request_s, 1.0), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(both, g.base_request_s / np.where(both, g.claim_request_s, 1.0), np.nan)
     never_slower = bool(np.all(ratio[both] >= 1.0 - 1e-9)) and not np.any(np.isfinite(g.base_request_s) & ~both)
     regress = bool(np.any(ratio[both] < 1.0 - REGRESSION_TOLERANCE))
-    quality_fail = float(m.share[v.quality_fail].sum())
-    exact = claim.quality_retained == 1.0 and not np.any(np.isfinite(v.measured_quality) & v.quality_fail)
-    if quality_fail > 0:
-        return "NO-GO", "quality below the gate on part of the requests"
+    paying = shares["GO"] + shares["CONDITIONAL"]
     if v.incompatible.size and float(m.share[v.incompatible].sum()) >= 0.5:
         return "NO-GO", "the method cannot run in the stack that serves most of the requests"
-    if float(m.share[v.evidence_missing].sum()) > 0:
-        return "NO-GO", "evidence the method class needs is missing (see the workloads' reasons)"
-    if exact and never_slower and gain > 1.0:
+    if paying <= 0:
+        for name, words in _BLOCKERS:
+            mask = getattr(v, name)
+            if mask.size and float(m.share[mask & (v.code != 3)].sum()) > 0:
+                return "NO-GO", words
+        return "NO-GO", f"no workload gains {min_gain:.2f}x or more"
+    exact = claim.exact and not np.any(np.isfinite(v.measured_quality) & v.quality_fail)
+    bar = over_incumbent if over_incumbent is not None else gain
+    if exact and never_slower and gain > 1.0 and shares["GO"] > 0 and shares["CONDITIONAL"] == 0:
         return "GO", "no regret: exact (quality retained 1.0) and never slower on any workload"
-    if gain < min_gain:
-        return "NO-GO", f"the fleet gain is below the {min_gain:.2f}x threshold"
+    # an optional feature switched off where it does not pay leaves those workloads as they were; a NO-GO cell
+    # that only gains too little is no blocker once the fleet clears the threshold, a quality, evidence or
+    # stack failure is
+    on = np.broadcast_to(g.switched_on, m.share.shape)
+    conditional_on = float(m.share[(v.code == 1) & on].sum())
+    hard = float(m.share[v.quality_fail | v.evidence_missing | _mask(v.incompatible, m)].sum())
+    if shares["GO"] > 0 and conditional_on == 0 and shares["DOES-NOT-FIT"] == 0 and hard == 0 \
+            and bar >= min_gain and not regress:
+        return "GO", f"the fleet gain clears the {min_gain:.2f}x threshold, no workload regresses and none has a " \
+                     f"condition left"
+    if bar < min_gain:
+        # workloads that pay in the fleet's own currency (GPU-time per request), not only in latency
+        with np.errstate(invalid="ignore", divide="ignore"):
+            own = (g.base_request_s if incumbent_s is None else incumbent_s) / g.claim_request_s
+        pays = (v.code <= 1) & (np.nan_to_num(own) >= min_gain)
+        if not pays.any():
+            return "NO-GO", f"the fleet gain is below the {min_gain:.2f}x threshold"
+        return "CONDITIONAL", (f"the fleet gain is below the {min_gain:.2f}x threshold, but some workloads pay: "
+                               f"enable it where they run")
     if regress:
         return "CONDITIONAL", "the fleet gains, but some workload is slower: enable it per workload"
-    if shares["CONDITIONAL"] > 0 or shares["DOES-NOT-FIT"] > 0:
-        return "CONDITIONAL", "the fleet gains, on conditions stated per workload"
-    return "GO", f"the fleet gain clears the {min_gain:.2f}x threshold and no workload regresses"
+    return "CONDITIONAL", "the fleet gains, on conditions stated per workload"
 
 
-def decide(m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> Decision:
-    """The fleet's decision: on the fleet gain (GPU-time for the same requests), with a no-regret rule for an
-    exact change that is never slower; the shares say what each cell verdict carries."""
+def decide(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, incumbent: str | None = None,
+           incumbent_request_s: np.ndarray | None = None) -> Decision:
+    """The fleet's decision, from the cells: the share of requests each verdict carries, the fleet gain
+    (GPU-time for the same requests) over the baseline and over the shipped alternative where the claim's class
+    has one, and a no-regret rule for an exact change that is never slower."""
     shares = {label: float(m.share[v.code == code].sum()) for code, label in enumerate(LABELS)}
     gain, base_s, claim_s = fleet_gain(g.base_request_s, g.claim_request_s, m.share)
     base_ok, claim_ok = np.isfinite(g.base_request_s), np.isfinite(g.claim_request_s)
@@ -83,7 +118,10 @@ def decide(m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> Decision:
     served_cells = np.where(base_ok & claim_ok, 1.0, np.nan)
     theo, _, _ = fleet_gain(g.base_request_theoretical_s * served_cells, g.claim_request_theoretical_s, m.share)
     served = float(m.share[base_ok & claim_ok].sum())
-    verdict, rule = _rule(m, claim, g, v, gain, shares)
+    over = fleet_gain(incumbent_request_s, g.claim_request_s, m.share)[0] if incumbent_request_s is not None \
+        else None
+    verdict, rule = _rule(m, claim, g, v, gain, shares, over, incumbent_request_s)
     return Decision(verdict, shares, theo, gain, claim.gpu_hours,
                     base_s / served if gain is not None else None, claim_s / served if gain is not None else None,
-                    float(m.share[~base_ok & claim_ok].sum()), float(m.share[~claim_ok].sum()), rule)
+                    float(m.share[~base_ok & claim_ok].sum()), float(m.share[~claim_ok].sum()), rule,
+                    incumbent if incumbent_request_s is not None else None, over)

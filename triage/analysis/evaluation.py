@@ -7,6 +7,7 @@ from typing import Any
 
 from ..inputs.claim import Claim
 from ..inputs.specs import Model
+from ..model.incumbent import IncumbentPrice
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
@@ -36,6 +37,7 @@ class Evaluation:
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     # workloads with traffic: the serving simulation per (block, model, hardware) index, baseline and claim
     serving: dict[tuple[int, int, int], dict[str, Any]] = field(default_factory=dict)
+    incumbent: IncumbentPrice | None = None                   # the shipped alternative, where the class has one
 
     def __len__(self) -> int:
         return len(self.matrix)

@@ -12,7 +12,7 @@ from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
-from ..model import layers, matrix, verdicts
+from ..model import incumbent, layers, matrix, verdicts
 from . import decision, noops, papercheck, regions, serving
 from .evaluation import Evaluation
 
@@ -99,8 +99,10 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
     served, g = serving.price(m, claim, g)                          # a workload's traffic: the queue
-    v = verdicts.decide(m, claim, g)                                # judge
-    d = decision.decide(m, claim, g, v)
+    shipped = incumbent.price(m, claim, g, models)                  # what engines already ship in its place
+    inc_s = shipped.request_s if shipped is not None else None
+    v = verdicts.decide(m, claim, g, incumbent_request_s=inc_s)     # judge
+    d = decision.decide(m, claim, g, v, shipped.name if shipped else None, inc_s)
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
     current = None
     if overrides:                                                   # the same claim on today's stack, beside it
@@ -121,6 +123,15 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
     found += [w for w in check.get("warnings", []) if w not in found]
+    window = verdicts.beyond_window(m)
+    if window.any():
+        names = dict.fromkeys(f"{m.blocks[b].name} ({m.models[mi].key}, {int(c):,} tokens > "
+                              f"{m.models[mi].max_context:,})" for b, mi, c in
+                              zip(m.block_idx[window].tolist(), m.model_idx[window].tolist(),
+                                  m.context[window].tolist(), strict=True))
+        found.append({"code": "beyond-window", "message": (
+            "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(list(names)[:6])
+            + " — the model was not trained for that context; its quality there is unknown")})
     moe = sorted({m.models[mi].key for _, mi, _ in served if m.models[mi].num_experts})
     if moe:
         found.append({"code": "serving-moe", "message": (
@@ -133,4 +144,5 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             "to price it")})
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models, served) if analyse else None, baseline=overrides,
-                      current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served)
+                      current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
+                      incumbent=shipped)

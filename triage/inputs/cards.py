@@ -12,7 +12,7 @@ from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import units
-from .claim import Claim
+from .claim import Claim, QualityFigure
 from .hfconfig import is_config_path, load_model
 from .specs import Model
 from .stack import stack
@@ -88,10 +88,38 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
         if n >= m:
             problems.append(doc.problem(("change", "sparsity", "pattern"), (
                 f"{pattern} keeps {n} of every {m} weights: N must be below M")))
+    problems += _quality_problems(doc, cat, models)
+    impl = data.get("implementation", {})
+    where = impl.get("kernel_in")
+    if where is not None and (where == "none") == impl.get("kernel", True):
+        problems.append(doc.problem(("implementation", "kernel_in"), (
+            f"kernel_in {where} contradicts kernel {str(impl.get('kernel', True)).lower()}: 'none' goes with "
+            f"kernel false, 'engine' and 'paper' with kernel true")))
     claim = data.get("claim", {})
     if "speedup" in claim and "metric" not in claim:
         problems.append(doc.problem(("claim",), "a speedup needs its metric (tpot, ttft, throughput or memory)"))
     return problems, models
+
+
+def figure_params(figure: dict[str, Any], cat: catalog_mod.Catalog, models: dict[str, Model]) -> float | None:
+    """The parameters of the model a quality figure was measured on: its own ``params``, else the catalog's."""
+    if "params" in figure:
+        return float(figure["params"])
+    known = models.get(figure["model"]) or cat.models.get(figure["model"])
+    return known.params if known is not None else None
+
+
+def _quality_problems(doc: Document, cat: catalog_mod.Catalog, models: dict[str, Model]) -> list[Problem]:
+    """Each quality figure's model is known (a catalog name, or params given); a perplexity of 0 is no figure."""
+    problems = []
+    for i, f in enumerate(doc.data.get("quality", {}).get("figures", [])):
+        if figure_params(f, cat, models) is None:
+            problems.append(doc.problem(("quality", "figures", i, "model"), (
+                f"model {f['model']!r} is not in the catalog: give the figure's params (the measured model's "
+                f"parameter count, e.g. 175e9){did_you_mean(f['model'], cat.models)}")))
+        if f["kind"] == "perplexity" and f["claim"] <= 0:
+            problems.append(doc.problem(("quality", "figures", i, "claim"), "a perplexity is above 0"))
+    return problems
 
 
 # a source's version: arXiv vN, a commit hash, a release tag or a dated page
@@ -102,6 +130,7 @@ VERSION = re.compile(r"(?:\b|\d)v\d+(\.\d+)*\b"                                 
 # (a speculative card's tokens per step or acceptance is the mechanism's parameter: with evidence the paper
 # check rests on the paper's number, without it the check says it rests on the card's own assumption)
 REPORTED = (("claim", "speedup"), ("quality", "retained"))
+IMPLEMENTATION_EVIDENCE = ("kernel_in", "bandwidth_efficiency", "compute_efficiency")
 
 
 def _leaves(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -113,9 +142,12 @@ def _leaves(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
 def _present(data: dict[str, Any], path: tuple[str, ...]) -> bool:
     node: Any = data
     for part in path:
-        if not isinstance(node, dict) or part not in node:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
             return False
-        node = node[part]
     return True
 
 
@@ -134,9 +166,14 @@ def strict(doc: Document) -> list[Problem]:
     evidence = data.get("evidence", {})
     setting = data.get("claim", {}).get("setting", {})
     needed = [p for p in REPORTED if _present(data, p)] + (_leaves(setting, ("claim", "setting")) if setting else [])
+    # every quality figure, every change value, where the kernel is and any kernel efficiency the card claims
+    needed += [("quality", "figures", str(i)) for i in range(len(data.get("quality", {}).get("figures", [])))]
+    needed += _leaves(data.get("change", {}), ("change",)) if data.get("change") else []
+    needed += [("implementation", k) for k in IMPLEMENTATION_EVIDENCE if k in data.get("implementation", {})]
     problems = []
     for path in needed:
-        keys = {".".join(path[:i]) for i in range(3, len(path) + 1)} | {".".join(path)}
+        # a setting's keys each need their own; a change's composite value may carry one for all its fields
+        keys = {".".join(path[:i]) for i in range(2 if path[0] == "change" else 3, len(path) + 1)} | {".".join(path)}
         if not keys & set(evidence):
             problems.append(doc.problem(path, f"no evidence: give evidence.{'.'.join(path)}: {{quote, where}} "
                                               f"from the paper (--strict)"))
@@ -215,9 +252,13 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, str
         id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
         change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
         kernel=impl.get("kernel", True),
+        kernel_in=impl.get("kernel_in", "paper" if impl.get("kernel", True) else "none"),
         bandwidth_efficiency=impl.get("bandwidth_efficiency", 1.0),
         compute_efficiency=impl.get("compute_efficiency", 1.0),
         quality_retained=quality.get("retained"),
+        figures=tuple(QualityFigure(f["kind"], f["task"], f["model"], float(f["baseline"]), float(f["claim"]),
+                                    figure_params(f, catalog or catalog_mod.load(), models) or 0.0)
+                      for f in quality.get("figures", [])),
         evaluated_on=tuple(quality.get("evaluated_on", ())),
         long_context_tested=quality.get("long_context_tested", False),
         gpus=cost.get("gpus"), weeks=cost.get("weeks"),

@@ -10,6 +10,36 @@ from .specs import Model
 HOURS_PER_WEEK = 7 * 24
 
 
+KERNEL_PLACES = ("none", "paper", "engine")    # where a kernel exists, weakest first (the schema's enum)
+QUALITY_KINDS = ("perplexity", "accuracy", "pass@k", "retrieval")   # the schema's enum; perplexity: lower is better
+
+
+@dataclass(frozen=True)
+class QualityFigure:
+    """One quality figure of the paper: a task's baseline and claim values, measured on a model of ``params``."""
+
+    kind: str
+    task: str
+    model: str
+    baseline: float
+    claim: float
+    params: float
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.kind == "perplexity"
+
+    @property
+    def retained(self) -> float:
+        """claim ÷ baseline for a higher-is-better score; for perplexity, baseline ÷ claim (below 1 = worse)."""
+        return self.baseline / self.claim if self.lower_is_better else self.claim / self.baseline
+
+    @property
+    def increase(self) -> float:
+        """A perplexity's relative increase, claim ÷ baseline − 1 (0.024 = +2.4 %)."""
+        return self.claim / self.baseline - 1.0
+
+
 @dataclass(frozen=True)
 class Claim:
     """A validated claim card."""
@@ -22,9 +52,11 @@ class Claim:
     paper: dict[str, Any] = field(default_factory=dict)
     claim: dict[str, Any] = field(default_factory=dict)
     kernel: bool = True
+    kernel_in: str = "paper"                    # engine | paper | none: where a kernel that runs it exists
     bandwidth_efficiency: float = 1.0
     compute_efficiency: float = 1.0
     quality_retained: float | None = None
+    figures: tuple[QualityFigure, ...] = ()     # the paper's figures by kind, one per task
     evaluated_on: tuple[str, ...] = ()
     long_context_tested: bool = False
     gpus: int | None = None
@@ -46,6 +78,16 @@ class Claim:
         return self.gpus * self.weeks * HOURS_PER_WEEK
 
     @property
+    def exact(self) -> bool:
+        """Quality retained 1.0 by construction (exact attention, lossless speculation, scheduling)."""
+        return self.quality_retained == 1.0 and not self.figures
+
+    @property
+    def kernel_gain(self) -> bool:
+        """The card claims its kernels run faster than the baseline's (a kernel-efficiency paper)."""
+        return self.compute_efficiency > 1.0 or self.bandwidth_efficiency > 1.0
+
+    @property
     def claimed_speedup(self) -> float | None:
         return self.claim.get("speedup")
 
@@ -53,9 +95,12 @@ class Claim:
         return {
             "id": self.id, "title": self.title, "direction": self.direction, "file": self.file,
             "paper": self.paper, "claim": self.claim, "change": self.change,
-            "implementation": {"kernel": self.kernel, "bandwidth_efficiency": self.bandwidth_efficiency,
+            "implementation": {"kernel": self.kernel, "kernel_in": self.kernel_in, "bandwidth_efficiency": self.bandwidth_efficiency,
                                "compute_efficiency": self.compute_efficiency},
-            "quality": {"retained": self.quality_retained, "evaluated_on": list(self.evaluated_on),
+            "quality": {"retained": self.quality_retained,
+                        "figures": [{"kind": f.kind, "task": f.task, "model": f.model, "baseline": f.baseline,
+                                     "claim": f.claim, "params": f.params} for f in self.figures],
+                        "evaluated_on": list(self.evaluated_on),
                         "long_context_tested": self.long_context_tested},
             "cost": {"gpus": self.gpus, "weeks": self.weeks, "gpu_hours": self.gpu_hours},
             "requires": list(self.requires), "conflicts": list(self.conflicts),

@@ -3,6 +3,7 @@ two stacked cards combine it (mechanisms.yaml). The model layer binds each key t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -25,17 +26,105 @@ class MechanismInfo:
     example: object = None
     optional: bool = False
     phases: tuple[str, ...] = ("decode", "prefill")
+    klass: str = ""
+    kv_format: bool = False
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """What engines already ship in a class's place: priced as the fastest of ``candidates`` on each cell."""
+
+    name: str
+    bits: float
+    candidates: tuple[dict[str, Any], ...]
+    shipped: str
+    evidence: dict[str, str]
+
+
+@dataclass(frozen=True)
+class MechanismClass:
+    """A class of mechanisms (classes.yaml): its words, integration properties and incumbent."""
+
+    key: str
+    words: str
+    attention_backends: bool
+    online: bool
+    incumbent: Incumbent | None
+
+
+def _data(name: str) -> Any:
+    path = Path(str(resources.files("triage").joinpath("inputs").joinpath(name)))
+    return load_file(path, f"triage/inputs/{name}", trusted=True).data
 
 
 @cache
 def registry() -> dict[str, MechanismInfo]:
     """Every mechanism, in the order they apply."""
-    path = Path(str(resources.files("triage").joinpath("inputs").joinpath("mechanisms.yaml")))
-    data = load_file(path, "triage/inputs/mechanisms.yaml", trusted=True).data
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
                                tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)),
-                               tuple(v.get("phases", ("decode", "prefill"))))
-            for key, v in data.items()}
+                               tuple(v.get("phases", ("decode", "prefill"))), v["class"],
+                               bool(v.get("kv_format", False)))
+            for key, v in _data("mechanisms.yaml").items()}
+
+
+@cache
+def classes() -> dict[str, MechanismClass]:
+    """Every mechanism class, with its incumbent where engines ship one."""
+    def incumbent(v: dict[str, Any] | None) -> Incumbent | None:
+        if v is None:
+            return None
+        return Incumbent(v["name"], float(v["bits"]), tuple(v["candidates"]), v["shipped"], dict(v["evidence"]))
+
+    return {key: MechanismClass(key, v["words"], bool(v["integration"]["attention_backends"]),
+                                bool(v["integration"]["online"]), incumbent(v.get("incumbent")))
+            for key, v in _data("classes.yaml").items()}
+
+
+def claim_classes(change: dict[str, Any]) -> list[str]:
+    """The classes of a change's mechanisms, in registry order, each once."""
+    table = registry()
+    return list(dict.fromkeys(table[key].klass for key in table if key in change))
+
+
+# A format's dtype, in bits, where a change names one (compute_dtype: int8 -> 8).
+DTYPE_BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp6": 6, "int4": 4, "fp4": 4}
+
+
+def declared_bits(change: dict[str, Any], klass: str) -> float | None:
+    """The bits per value a change declares for a quantization class: its format's ``bits``; a multiplier of
+    16-bit bytes alone (kv_bytes, weight_bytes) counts as ⌊16·m⌋ bits, scales included (0.27 -> 4); None where
+    the class declares no width."""
+    fmt = {"kv-quantization": ("kv_quant", "kv_bytes"), "weight-quantization": ("weight_quant", "weight_bytes"),
+           "activation-quantization": ("compute_dtype", None)}.get(klass)
+    if fmt is None:
+        return None
+    declared, multiplier = fmt
+    value = change.get(declared)
+    if isinstance(value, dict):
+        return float(value["bits"])
+    if isinstance(value, str):
+        return float(DTYPE_BITS[value])
+    m = change.get(multiplier) if multiplier else None
+    return float(math.floor(16 * m + 1e-9)) if isinstance(m, (int, float)) else None
+
+
+def incumbent_classes(change: dict[str, Any]) -> list[MechanismClass]:
+    """The classes whose incumbent a change must beat: it declares fewer bits than the incumbent (a format at
+    or above them is the incumbent's own kind, judged against the baseline)."""
+    table = classes()
+    out = []
+    for key in claim_classes(change):
+        c = table[key]
+        bits = declared_bits(change, key)
+        if c.incumbent is not None and bits is not None and bits < c.incumbent.bits:
+            out.append(c)
+    return out
+
+
+def kv_format(change: dict[str, Any]) -> bool:
+    """Whether the change alters what the KV cache holds (every attention backend must then read it)."""
+    table = registry()
+    return any(table[key].kv_format for key in change)
 
 
 def acting_phases(key: str, value: object) -> set[str]:
@@ -45,6 +134,10 @@ def acting_phases(key: str, value: object) -> set[str]:
     return set(registry()[key].phases)
 
 
+WEIGHT_FORMATS = frozenset({"weight_bytes", "weight_quant", "sparsity"})   # what dequantizing weights reads
+KV_FORMATS = frozenset({"kv_bytes", "kv_quant"})                          # what dequantizing the KV reads
+
+
 def touched_groups(change: dict[str, object]) -> set[str]:
     """Operator groups whose kernels the change replaces."""
     table = registry()
@@ -52,9 +145,9 @@ def touched_groups(change: dict[str, object]) -> set[str]:
     ops = change.get("dequant_ops")
     if ops is not None:          # dequantization runs where a changed format is read: KV, weights or both
         spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-        if spec.get("kv") and "kv_bytes" in change:
+        if spec.get("kv") and KV_FORMATS & set(change):
             out.add("attention")
-        if spec.get("weights") and {"weight_bytes", "weight_quant", "sparsity"} & set(change):
+        if spec.get("weights") and WEIGHT_FORMATS & set(change):
             out.add("linear")
     return out
 
@@ -91,22 +184,22 @@ def carried(change: dict[str, object]) -> set[str]:
 LONG_CONTEXT = "long-context retrieval (needle-in-a-haystack) evaluated: quality.long_context_tested"
 PERPLEXITY_AND_TASK = ("perplexity and a downstream task evaluated: quality.evaluated_on names both (e.g. wikitext2 "
                        "and an lm-eval task)")
+LOW_BITS = 4           # a format at or below this many bits per value is a low-bit class (the course's condition 3)
 _PERPLEXITY = ("wikitext", "ppl", "perplexity", "c4", "pile")
 
 
 def evidence_needed(change: dict[str, Any], quality_retained: float | None) -> list[str]:
-    """The evidence a lossy method of this kind must show: token eviction, sparse KV reads or KV at 4 bits or
-    fewer need long-context retrieval; weights at 4 bits or fewer need perplexity and a downstream task.
-    An exact method (quality retained 1.0 by construction) needs neither."""
+    """The evidence a lossy method of this kind must show, read from its declared format: token eviction,
+    sparse KV reads or KV at 4 bits or fewer need long-context retrieval; weights at 4 bits or fewer need
+    perplexity and a downstream task. An exact method (quality retained 1.0 by construction) needs neither."""
     if quality_retained == 1.0:
         return []
     needed = []
-    kv = change.get("kv_bytes")
-    if "kv_tokens" in change or "kv_read" in change or (isinstance(kv, (int, float)) and kv <= 0.25):
+    kv = declared_bits(change, "kv-quantization")
+    if "kv_tokens" in change or "kv_read" in change or (kv is not None and kv <= LOW_BITS):
         needed.append(LONG_CONTEXT)
-    quant = change.get("weight_quant")
-    wb = change.get("weight_bytes")
-    if (isinstance(quant, dict) and quant.get("bits", 16) <= 4) or (isinstance(wb, (int, float)) and wb <= 0.3):
+    weights = declared_bits(change, "weight-quantization")
+    if weights is not None and weights <= LOW_BITS:
         needed.append(PERPLEXITY_AND_TASK)
     return needed
 

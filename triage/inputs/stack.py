@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import Problem, UserError
-from .claim import Claim
+from .claim import KERNEL_PLACES, Claim
 from .registry import registry
 
 
@@ -55,9 +55,11 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         paper={"title": "stack of " + ", ".join(c.id for c in claims)},
         claim={"text": "the cards applied together: " + "; ".join(c.claim.get("text", c.title) for c in claims)},
         kernel=all(c.kernel for c in claims),
+        kernel_in=min((c.kernel_in for c in claims), key=KERNEL_PLACES.index),   # the weakest card's
         bandwidth_efficiency=min(c.bandwidth_efficiency for c in claims),
         compute_efficiency=min(c.compute_efficiency for c in claims),
         quality_retained=retained,
+        figures=tuple(f for c in claims for f in c.figures),      # each card's figures, each gated on its own
         evaluated_on=tuple(sorted({e for c in claims for e in c.evaluated_on})),
         long_context_tested=all(c.long_context_tested for c in claims),
         gpus=None, weeks=None,

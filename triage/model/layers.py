@@ -22,6 +22,7 @@ from ..inputs.claim import Claim
 from ..inputs.registry import carried, switchable, touched_groups
 from ..inputs.specs import Model
 from . import mechanisms
+from ..defaults import CAPACITY_TP
 from .matrix import Matrix, compact, peak_flops, precision_bytes
 from .roofline import (
     GROUPS,
@@ -81,6 +82,9 @@ class Gaps:
     switched_on: np.ndarray          # an optional feature is on in this cell (always True for other changes)
     speedup_when_on: np.ndarray      # end to end with the feature on, NaN where a side does not fit
     engine: dict[str, np.ndarray]    # the cells' efficiencies and fixed costs (engine_columns), as priced
+    # GPUs of one baseline replica: the workload's tensor parallelism, or more where the baseline holds not
+    # even one sequence on it and the claim does (capacity: the claim serves on fewer GPUs)
+    base_gpus: np.ndarray
 
 
 def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
@@ -298,6 +302,32 @@ def efficiencies(claim: Claim, ce: Any, be: Any) -> tuple[Efficiencies, Efficien
     return base, new
 
 
+def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.ndarray, base_max: np.ndarray,
+           hw: Machine, ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed, capacity: Any, reserve: Any,
+           base_step: np.ndarray, e2e_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the baseline holds not one sequence and the claim fits: the baseline on the fewest GPUs
+    (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Fills ``base_step`` and
+    ``e2e_batch`` there; returns the baseline's GPUs per replica and the cells so priced."""
+    gpus = np.array(np.broadcast_to(base_x.tp, m.batch.shape), dtype=float)
+    spilled = np.zeros(m.batch.shape, dtype=bool)
+    left = ~base_fits & claim_fits & (base_max < 1)
+    for factor in CAPACITY_TP:
+        idx = np.flatnonzero(left & ~spilled)
+        if not idx.size:
+            break
+        sub = replace(base_x.take(idx), tp=at(base_x.tp, idx) * factor)
+        fits = memory(sub).total(sub.batch, sub.memory_waste, at(reserve, idx)) <= at(capacity, idx)
+        if not fits.any():
+            continue
+        idx = idx[fits]
+        sub = sub.take(np.flatnonzero(fits))
+        cost = step_cost(sub)
+        t = _times(sub, cost, cost, sub, hw.take(idx), {g: at(v, idx) for g, v in ceff.items()},
+                   {g: at(v, idx) for g, v in beff.items()}, fixed.take(idx))[0].end_to_end / sub.utilization
+        base_step[idx], e2e_batch[idx], gpus[idx], spilled[idx] = t, m.batch[idx], np.broadcast_to(sub.tp, idx.shape), True
+    return gpus, spilled
+
+
 def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
             shift: float = 0.0) -> Gaps:
     """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
@@ -386,13 +416,21 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         base_step = np.array(np.broadcast_to(at0.time_end_to_end, m.batch.shape), dtype=float)
         claim_batch = np.where(b1 >= 1, b1, np.nan)
         claim_step = at1.time_end_to_end
+    spilled = np.zeros(m.batch.shape, dtype=bool)
+    if "capacity" not in carried(claim.change):
+        gpus_b, spilled = _spill(m, base_x, base.fits, new.fits, base.max_batch, hw, base_ceff, base_beff,
+                                 fixed, capacity, reserve, base_step, e2e_batch)
     with np.errstate(invalid="ignore"):
         base_req = request_seconds(steps, base_step, gpus_b, e2e_batch)
         claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
                              request_seconds(steps, claim_step, gpus_c, claim_batch), np.nan)
+    if spilled.any():                    # the baseline on more GPUs: the gain is GPU-time for the same requests
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s_e2e = np.where(spilled, base_req / claim_req, s_e2e)
     return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
                 np.broadcast_to(request_seconds(steps, base.time_theoretical, gpus_b, m.batch), m.batch.shape),
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
                 switched_on,
-                np.broadcast_to(when_on, m.batch.shape), engine)
+                np.broadcast_to(when_on, m.batch.shape), engine,
+                np.array(np.broadcast_to(gpus_b, m.batch.shape), dtype=float))

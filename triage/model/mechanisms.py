@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..inputs.registry import MechanismInfo, registry
+from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
 from .roofline import StepInputs, attended_tokens
 
@@ -41,6 +41,25 @@ class Context:
 def kv_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
     """KV bytes per token × m, read and stored (KV quantization, low rank)."""
     return replace(x, kv_read_bpe=x.kv_read_bpe * m, kv_stored_bpe=x.kv_stored_bpe * m)
+
+
+def kv_quant_bytes(spec: dict[str, Any]) -> float:
+    """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
+    per tensor, negligible). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
+    group = spec.get("group_size")
+    return spec["bits"] / 8 + ((spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * group) if group else 0.0)
+
+
+def kv_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+    """A declared KV format: each token's KV at ``kv_quant_bytes`` per element, except the ``residual_tokens``
+    most recent, kept at the baseline's precision until their group fills (KIVI's residual, Liu et al. 2024
+    §3.3); the mean over the context the cell holds, never above the baseline's."""
+    q = kv_quant_bytes(spec)
+    residual = np.minimum(float(spec.get("residual_tokens", 0)), x.context)
+    mean = np.where(x.context > 0, ((x.context - residual) * q + residual * x.kv_read_bpe)
+                    / np.maximum(x.context, 1.0), q)
+    bpe = np.minimum(mean, x.kv_read_bpe)
+    return replace(x, kv_read_bpe=bpe, kv_stored_bpe=np.minimum(mean, x.kv_stored_bpe))
 
 
 def kv_heads(x: StepInputs, n: int, ctx: Context) -> StepInputs:
@@ -289,8 +308,8 @@ def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
     """Vector-unit work to dequantize each element read in a changed format (KV and/or weights):
     free while a step is bandwidth-bound, a slowdown once it is compute-bound (the course's warning)."""
     spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-    kv = spec.get("kv", 0.0) if {"kv_bytes"} & set(ctx.change) else 0.0
-    weights = spec.get("weights", 0.0) if {"weight_bytes", "weight_quant", "sparsity"} & set(ctx.change) else 0.0
+    kv = spec.get("kv", 0.0) if KV_FORMATS & set(ctx.change) else 0.0
+    weights = spec.get("weights", 0.0) if WEIGHT_FORMATS & set(ctx.change) else 0.0
     return replace(x, dequant_kv_ops=np.asarray(float(kv)), dequant_weight_ops=np.asarray(float(weights)))
 
 
@@ -306,6 +325,7 @@ _FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
     "streaming_heads": streaming_heads, "sparse_attention": sparse_attention, "attention_dtype": attention_dtype,
     "hadamard": hadamard,
     "distill_to": distill_to, "kv_heads": kv_heads, "kv_latent": kv_latent, "kv_bytes": kv_bytes,
+    "kv_quant": kv_quant,
     "kv_tokens": kv_tokens, "kv_read": kv_read, "prefix_hit": prefix_hit, "memory_waste": memory_waste,
     "attention_flops": attention_flops, "score_bytes": score_bytes, "split_kv": split_kv,
     "weight_bytes": weight_bytes, "weight_quant": weight_quant, "sparsity": sparsity, "compute_dtype": compute_dtype,

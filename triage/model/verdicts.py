@@ -13,15 +13,22 @@ from ..inputs.registry import (
     changes_format,
     evidence_missing,
     evidence_needed,
+    kv_format,
     outside_the_step,
     touched_groups,
 )
+from . import quality
 from .layers import Gaps
+from .quality import QualityStanding
 from .matrix import Matrix
 
 GO, CONDITIONAL, NO_GO, DOES_NOT_FIT = 0, 1, 2, 3
 BOUND_KINDS = {"bytes", "flops", "dtype", "tokens_per_step", "model", "parallelism"}   # gains the step's bound sees
 LABELS = ("GO", "CONDITIONAL", "NO-GO", "DOES-NOT-FIT")
+
+
+def _none() -> np.ndarray:
+    return np.zeros(0, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,13 @@ class Verdicts:
     evidence_missing: np.ndarray        # a required piece of evidence (missing_evidence) is missing on this cell
     missing_evidence: tuple[str, ...] = ()
     incompatible: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # cannot run in this stack
+    quality: QualityStanding | None = None
+    quality_band: np.ndarray = field(default_factory=_none)     # beyond the gate, within the band: opt-in
+    far_model: np.ndarray = field(default_factory=_none)        # quality measured on a model far larger
+    integration: np.ndarray = field(default_factory=_none)      # a KV format only the paper's kernel reads
+    beyond_window: np.ndarray = field(default_factory=_none)    # context beyond the model's trained window
+    incumbent_low: np.ndarray = field(default_factory=_none)    # the gain over the shipped alternative < min_gain
+    over_incumbent: np.ndarray = field(default_factory=_none)   # end-to-end gain over it (NaN: none applies)
 
 
 def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
@@ -61,20 +75,35 @@ def _incompatible(m: Matrix, claim: Claim) -> np.ndarray:
     return per_block[m.block_idx]
 
 
+def integration_condition(claim: Claim) -> bool:
+    """A KV-cache format that every attention backend of an engine must read (paged, prefix-cached, chunked
+    prefill), with a kernel in the paper's code alone: the integration is the work left (registry kv_format)."""
+    return kv_format(claim.change) and claim.kernel_in != "engine"
+
+
+def beyond_window(m: Matrix) -> np.ndarray:
+    """Cells whose context exceeds the model's trained window (max_position_embeddings)."""
+    window = m.per_model(lambda mod: float(mod.max_context) if mod.max_context else np.inf)
+    return np.asarray(m.context > window, dtype=bool)
+
+
 def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None = None,
-           measured_claim_s: np.ndarray | None = None) -> Verdicts:
+           measured_claim_s: np.ndarray | None = None, incumbent_request_s: np.ndarray | None = None) -> Verdicts:
     """GO, CONDITIONAL, NO-GO or DOES-NOT-FIT for every cell, first matching rule wins.
 
     A measured quality replaces the card's for the gate on its cells, a measured time the predicted one
     for the SLO.
 
     DOES-NOT-FIT  the claim does not fit memory at the cell's batch;
-    NO-GO         quality below the gate, or the bound (theoretical gain) below
-                  min_gain for a change inside the step, or the end-to-end gain
-                  below it with a kernel present (the only test for a change
-                  outside the step: batch slots, capacity);
+    NO-GO         quality beyond its kind's band, or the bound (theoretical gain)
+                  below min_gain for a change inside the step, or the end-to-end
+                  gain below it with a kernel present (the only test for a change
+                  outside the step: batch slots, capacity), or the gain over the
+                  shipped alternative (the class's incumbent) below it;
     CONDITIONAL   the gain needs a kernel that reads the new format, or quality
-                  is unreported / untested on long context, or the SLO is still missed;
+                  is unreported, within the band, measured on a far larger model or
+                  untested on long context, or a KV format only the paper's kernel
+                  reads, or the SLO is still missed;
     GO            otherwise.
     """
     shape = m.batch.shape
@@ -86,40 +115,55 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     mq = nan if measured_quality is None else measured_quality
     mt = nan if measured_claim_s is None else measured_claim_s
     has_mq = np.isfinite(mq)
-    card_fail = retained < gate if retained is not None else np.zeros(len(m), dtype=bool)
-    with np.errstate(invalid="ignore"):
-        quality_fail = np.where(has_mq, mq < gate, card_fail)
+    q = quality.standing(claim, np.asarray(gate, dtype=float), m.per_model(lambda mod: mod.params), mq)
+    quality_fail = q.status == quality.FAIL
+    quality_band = q.status == quality.BAND
     # each layer judges what it can see: the bound what the step itself saves (bytes, FLOPs, dtype, tokens per
     # step); a kernel change is judged by the implementation layer, batch slots and capacity end to end
     kinds = carried(claim.change)
-    judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change)
+    judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change) and not claim.kernel_gain
     theory_low = (g.speedup_theoretical < min_gain) & ~enables & judged_by_bound
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
+    # the fleet's currency is GPU-time: a change that serves on more GPUs per replica (tensor parallelism) is
+    # judged by GPU-seconds per request, not by its step's latency alone
+    with np.errstate(invalid="ignore", divide="ignore"):
+        more_gpus = np.broadcast_to(g.claim.inputs.tp, shape) > np.broadcast_to(g.base.inputs.tp, shape)
+        e2e = np.where(more_gpus, np.nan_to_num(g.base_request_s / g.claim_request_s, nan=np.inf), e2e)
     e2e_low = (e2e < min_gain) & ~enables
     # evidence a lossy method class must show (registry.evidence_needed); long-context retrieval matters on
     # long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
-    missing = evidence_missing(evidence_needed(claim.change, claim.quality_retained), claim.long_context_tested,
+    missing = evidence_missing(evidence_needed(claim.change, 1.0 if claim.exact else None), claim.long_context_tested,
                                claim.evaluated_on)
     evidence_gap = np.zeros(len(m), dtype=bool)
     for item in missing:
         evidence_gap |= m.long_context if item == LONG_CONTEXT else np.ones(len(m), dtype=bool)
     # an untested long context is a condition only for a lossy change that touches the KV or attention
-    touches_kv = "attention" in touched_groups(claim.change) and claim.quality_retained != 1.0
+    touches_kv = "attention" in touched_groups(claim.change) and not claim.exact
     long_untested = m.long_context & (not claim.long_context_tested) & touches_kv
     with np.errstate(invalid="ignore"):
         # TPOT is a step's time (idle batch slots cost throughput, not latency); NaN SLO compares False
         step = g.claim.time_end_to_end * g.claim.inputs.utilization
         slo_missed = np.where(np.isfinite(mt), mt, step) > g.slo
 
+    inc = np.full(len(m), np.nan) if incumbent_request_s is None else incumbent_request_s
+    with np.errstate(invalid="ignore", divide="ignore"):
+        over = np.where(np.isfinite(inc) & np.isfinite(g.claim_request_s), inc / g.claim_request_s, np.nan)
+        incumbent_low = over < min_gain
+    integration = np.full(len(m), integration_condition(claim))
+    window = beyond_window(m)
+
     code = np.full(len(m), GO)
-    cond = ((retained is None) & ~has_mq) | long_untested | slo_missed
+    cond = ((q.status == quality.UNREPORTED) & ~has_mq) | long_untested | slo_missed | quality_band | q.far_model \
+        | integration
     code = np.where(cond, CONDITIONAL, code)
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
     incompatible = _incompatible(m, claim)
-    code = np.where(theory_low | quality_fail | evidence_gap | incompatible, NO_GO, code)
+    code = np.where(theory_low | quality_fail | evidence_gap | incompatible | incumbent_low, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None, long_untested, slo_missed, mq, mt, evidence_gap, tuple(missing), incompatible)
+                    retained is None and not claim.figures, long_untested, slo_missed, mq, mt, evidence_gap,
+                    tuple(missing), incompatible, q, quality_band, q.far_model, integration, window,
+                    incumbent_low, over)

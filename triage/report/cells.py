@@ -86,8 +86,12 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         "speedup.implementation": g.speedup_implementation[idx],
         "speedup.end_to_end": g.speedup_end_to_end[idx],
         "end_to_end_baseline_batch": g.e2e_baseline_batch[idx],
+        "baseline_gpus": g.base_gpus[idx],
         "slo_s": g.slo[idx],
     }
+    if ev.incumbent is not None:                     # the shipped alternative: its gain, and the claim's over it
+        cols["incumbent.speedup"] = np.broadcast_to(ev.incumbent.speedup, m.batch.shape)[idx]
+        cols["speedup.over_incumbent"] = np.broadcast_to(ev.verdicts.over_incumbent, m.batch.shape)[idx]
     if ev.parts:
         alone = {part.id: pg.speedup_theoretical[idx] for part, pg in ev.parts}
         product = np.prod(np.nan_to_num(np.stack(list(alone.values())), nan=1.0), axis=0)

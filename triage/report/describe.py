@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..model.mechanisms import expected_for, quantized_bytes_per_weight, speculative_plan
+from ..model.mechanisms import expected_for, kv_quant_bytes, quantized_bytes_per_weight, speculative_plan
 
 
 def _tokens_text(kind: str) -> Callable[[Any], str]:
@@ -29,11 +29,19 @@ def _weight_quant_text(s: dict[str, Any]) -> str:
             + (", LM head in 16 bits" if s.get("keep_16bit", True) else ""))
 
 
+def _kv_quant_text(s: dict[str, Any]) -> str:
+    group = f", group {s['group_size']}" if s.get("group_size") else ""
+    residual = (f", the {s['residual_tokens']:,} most recent tokens at the baseline's precision"
+                if s.get("residual_tokens") else "")
+    return f"{s['bits']}-bit KV cache{group} ({kv_quant_bytes(s):.4g} B per element){residual}"
+
+
 DESCRIBE: dict[str, Callable[[Any], str]] = {
     "distill_to": lambda v: f"serve {v} instead",
     "kv_heads": lambda n: f"{n} KV heads (GQA/MQA)",
     "kv_latent": lambda s: f"latent KV cache of {s['elements']} per layer",
     "kv_bytes": lambda m: f"KV bytes per token × {m:g}",
+    "kv_quant": _kv_quant_text,
     "kv_tokens": _tokens_text("kept (eviction, read and stored)"),
     "kv_read": _tokens_text("read per step (all stored)"),
     "streaming_heads": lambda s: (f"{s['share'] * 100:g} % of the heads keep only {s['tokens']:,} tokens (sinks + "

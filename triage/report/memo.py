@@ -148,8 +148,12 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
     names = m.labels("blocks")
     not_go = v.code != GO
     facts = [("the method cannot run in this stack", v.incompatible),
+             ("the shipped alternative gets within the threshold of it", v.incumbent_low),
+             ("quality between its gate and its band", v.quality_band),
+             ("quality measured on a far larger model", v.far_model),
+             ("a KV format only the paper's kernel reads (attention-backend integration)", v.integration),
              ("the claim does not fit memory at the workload's batch", v.code == DOES_NOT_FIT),
-             ("quality below the gate", v.quality_fail),
+             ("quality beyond its band", v.quality_fail),
              ("the bound is below the min_gain threshold", v.theory_low),
              ("no kernel reads the new format", v.kernel_missing),
              ("the end-to-end gain is below the min_gain threshold", v.e2e_low & ~v.theory_low & ~v.kernel_missing),
@@ -170,7 +174,9 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
             flips.append(f"{sens.input} {sens.value}: " + ", ".join(list(moved)[:4]))
     return {"rows": rows[:FIRST_SCREEN_ROWS], "more_rows": max(len(rows) - FIRST_SCREEN_ROWS, 0),
             "marginal": any(r["marginal"] for r in rows),
-            "blockers": blockers,
+            "blockers": blockers if current != "GO" else [],
+            "not_go": [what for what, mask in facts if (not_go & np.asarray(mask, dtype=bool)).any()]
+            if current == "GO" else [],
             "flips": flips[:5]}
 
 

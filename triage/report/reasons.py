@@ -8,13 +8,19 @@ from typing import Any
 import numpy as np
 
 from ..analysis.decision import Decision
-from ..inputs.claim import Claim
-from ..inputs.registry import LONG_CONTEXT, registry
+from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE
+from ..inputs.claim import Claim, QualityFigure
+from ..inputs.registry import LONG_CONTEXT, claim_classes, classes, incumbent_classes, registry
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
+from ..model.quality import QualityStanding
 from ..model.verdicts import Verdicts, conflicts
+
+
+def _incumbent_name(claim: Claim) -> str:
+    return " + ".join(c.incumbent.name for c in incumbent_classes(claim.change) if c.incumbent is not None)
 
 _FIELDS = {
     "batch": lambda m, g, v: m.batch, "decode": lambda m, g, v: m.decode,
@@ -37,6 +43,13 @@ _FIELDS = {
     "base_tp": lambda m, g, v: g.base.inputs.tp, "claim_tp": lambda m, g, v: g.claim.inputs.tp,
     "switched_on": lambda m, g, v: g.switched_on, "when_on": lambda m, g, v: g.speedup_when_on,
     "evidence_gap": lambda m, g, v: v.evidence_missing, "long_context": lambda m, g, v: m.long_context,
+    "quality_band": lambda m, g, v: v.quality_band, "far_model": lambda m, g, v: v.far_model,
+    "integration": lambda m, g, v: v.integration, "beyond_window": lambda m, g, v: v.beyond_window,
+    "incumbent_low": lambda m, g, v: v.incumbent_low, "over_incumbent": lambda m, g, v: v.over_incumbent,
+    "base_gpus": lambda m, g, v: g.base_gpus,
+    "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s, "context": lambda m, g, v: m.context,
+    "params": lambda m, g, v: m.per_model(lambda mod: mod.params),
+    "window": lambda m, g, v: m.per_model(lambda mod: float(mod.max_context or 0)),
 }
 
 
@@ -53,8 +66,29 @@ def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[l
     cols = {k: np.broadcast_to(np.asarray(f(m, g, v)), m.batch.shape)[idx].tolist() for k, f in _FIELDS.items()}
     cols["conflict"] = np.asarray(_conflict_text(m, claim))[m.block_idx][idx].tolist()
     keys = list(cols)
-    return [_reasons(dict(zip(keys, values, strict=True)), claim, v.quality_untested, v.missing_evidence)
-            for values in zip(*cols.values(), strict=True)]
+    return [_reasons(dict(zip(keys, values, strict=True)), claim, v) for values in zip(*cols.values(), strict=True)]
+
+
+def _figure(f: QualityFigure) -> str:
+    if f.lower_is_better:
+        return (f"{f.task} perplexity {f.baseline:g} → {f.claim:g} ({'+' if f.increase >= 0 else ''}"
+                f"{fmt_percent(f.increase)}) on {f.model}")
+    return f"{f.task} {f.kind} {f.baseline:g} → {f.claim:g} ({fmt_percent(f.retained)} retained) on {f.model}"
+
+
+def quality_words(claim: Claim, q: QualityStanding | None, gate: float) -> str:
+    """The figure(s) the quality gate read, each against its kind's gate and band."""
+    parts = []
+    if q is not None and q.perplexity is not None:
+        parts.append(f"worst perplexity: {_figure(q.perplexity)}, against +{fmt_percent(PERPLEXITY_GATE)} (GO) and "
+                     f"+{fmt_percent(PERPLEXITY_BAND)} (CONDITIONAL)")
+    if q is not None and q.task is not None:
+        parts.append(f"worst task: {_figure(q.task)}, against {fmt_percent(gate)} (GO) and "
+                     f"{fmt_percent(ACCURACY_BAND)} (CONDITIONAL)")
+    if not parts and claim.quality_retained is not None:
+        parts.append(f"quality retained {fmt_percent(claim.quality_retained)} (the card's one figure, a task "
+                     f"average), against {fmt_percent(gate)} (GO) and {fmt_percent(ACCURACY_BAND)} (CONDITIONAL)")
+    return "; ".join(parts)
 
 
 def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
@@ -93,7 +127,8 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
     return f"{bytes_part}: {bound}"
 
 
-def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: tuple[str, ...]) -> list[str]:
+def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts) -> list[str]:
+    quality_untested, missing = v.quality_untested, v.missing_evidence
     out: list[str] = []
     if r["conflict"]:
         out.append(f"incompatible with this stack: {r['conflict']}")
@@ -116,8 +151,17 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: t
             out.append(f"measured quality retained {fmt_percent(measured_q)} (claim ÷ baseline, from the "
                        f"measurements) is below the {fmt_percent(r['gate'])} gate")
         else:
-            out.append(f"quality retained {fmt_percent(claim.quality_retained)} is below the "
-                       f"{fmt_percent(r['gate'])} gate")
+            out.append(f"quality beyond its band: {quality_words(claim, v.quality, r['gate'])}")
+    elif r["quality_band"]:
+        out.append(f"quality between its gate and its band (opt-in, as engines ship lossy formats): "
+                   f"{quality_words(claim, v.quality, r['gate'])}")
+    if r["incumbent_low"]:
+        over = r["over_incumbent"]
+        own = r["e2e"] / over if over else math.nan
+        out.append(f"the shipped alternative ({_incumbent_name(claim)}) already gives {fmt_ratio(own)} here; this "
+                   f"adds {fmt_ratio(over)} over it, below the {fmt_ratio(mg, 2)} threshold")
+    elif math.isfinite(r["over_incumbent"]):
+        out.append(f"over the shipped alternative ({_incumbent_name(claim)}): {fmt_ratio(r['over_incumbent'])}")
     untouched = (saved == 0.0 and r["base_flops"] == r["claim_flops"] and r["base_memory"] == r["claim_memory"]
                  and r["base_impl"] == r["claim_impl"])
     if not r["switched_on"] and r["when_on"] < 1.0:
@@ -133,7 +177,12 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: t
                    "or a phase the change does not act on): no gain")
     else:
         out.append(_step_reason(r, claim, below))
-    if r["enables"]:
+    if r["base_gpus"] > r["base_tp"]:
+        out.append(f"capacity: the baseline holds not one sequence on {r['base_tp']:g} GPU(s) "
+                   f"({fmt_gib(r['base_memory'])} of {fmt_gib(r['capacity'])}); it needs {r['base_gpus']:g}, the "
+                   f"claim serves on {r['claim_tp']:g}: end-to-end is GPU-time for the same requests, "
+                   f"{fmt_ratio(r['e2e'])}")
+    elif r["enables"]:
         b0 = r["e2e_batch"]
         tail = (f"end-to-end compares throughput at batch {batch} with the baseline at batch {int(b0)}"
                 if math.isfinite(b0) else "the baseline cannot run at all")
@@ -146,9 +195,26 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: t
         why = ("switched off where it does not pay" if not r["switched_on"] else
                "no gain outside the step either" if r["base_util"] == r["claim_util"] and untouched
                else "kernel efficiency and overhead eat the bound")
-        out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} threshold ({why})")
+        if r["claim_tp"] > r["base_tp"]:
+            out.append(f"GPU-time per request gains {fmt_ratio(r['base_req'] / r['claim_req'])}, below the "
+                       f"{fmt_ratio(mg, 2)} threshold: the step is {fmt_ratio(r['e2e'])} faster on "
+                       f"{r['claim_tp'] / r['base_tp']:g}× the GPUs")
+        else:
+            out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} threshold ({why})")
     if quality_untested and not math.isfinite(measured_q):
         out.append("the card reports no quality retained: the quality gate cannot be checked")
+    if r["far_model"]:
+        out.append(f"the quality figures were measured on a {v.quality.measured_params / 1e9:,.0f}B model, over "
+                   f"{FAR_MODEL_FACTOR:g}× this workload's {r['params'] / 1e9:,.1f}B: quantization error grows as "
+                   f"models shrink, so verify quality on this model" if v.quality else "")
+    if r["integration"]:
+        words = " and ".join(classes()[k].words for k in claim_classes(claim.change) if classes()[k].attention_backends)
+        out.append(f"integration: a {words or 'KV-cache'} format must be read by every attention backend an engine "
+                   f"runs (paged KV, prefix caching, chunked prefill), and its kernel is in the "
+                   f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only")
+    if r["beyond_window"]:
+        out.append(f"context {int(r['context']):,} tokens is beyond the model's trained window of "
+                   f"{int(r['window']):,}: its quality there is unknown")
     if r["long_untested"]:
         out.append("long-context workload, but the card reports no long-context evaluation "
                    "(needle-in-a-haystack): average scores can hide the drop")
@@ -165,6 +231,9 @@ def _reasons(r: dict[str, Any], claim: Claim, quality_untested: bool, missing: t
 def decision_reasons(d: Decision, claim: Claim) -> list[str]:
     """Why the decision is what it is: the traffic each verdict carries, the rule, the reproduction cost."""
     why = [f"{d.verdict} by the rule: {d.rule}"]
+    if d.incumbent is not None and d.weighted_over_incumbent is not None:
+        why.append(f"over the shipped alternative ({d.incumbent}) the fleet gains {fmt_ratio(d.weighted_over_incumbent)}"
+                   f" (GPU-time over GPU-time)")
     why += [f"{label} on {fmt_percent(share)} of the requests" for label, share in d.shares.items() if share > 0]
     if d.share_only_claim_serves > 0:
         why.append(f"{fmt_percent(d.share_only_claim_serves)} of the requests only the claim can serve")

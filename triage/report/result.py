@@ -62,6 +62,8 @@ class Result:
                 "share_only_claim_serves": d.share_only_claim_serves,
                 "share_claim_cannot_serve": d.share_claim_cannot_serve,
                 "reproduction_gpu_hours": d.reproduction_gpu_hours,
+                "incumbent": None if d.incumbent is None else {"name": d.incumbent,
+                                                               "fleet_gain_over": d.weighted_over_incumbent},
                 "reasons": decision_reasons(d, self.claim)}
 
     def cells(self, limit: int | None = None) -> list[dict[str, Any]]:
