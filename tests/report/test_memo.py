@@ -27,8 +27,32 @@ def test_the_first_25_lines_decide(memos, card):
     assert "| workload | model | hardware | phase | context | batch | share of requests | end-to-end |" in text
     for workload in DEFAULT_WORKLOADS:
         assert f"| {workload} |" in text, workload
-    assert "What blocks GO" in text or "Nothing blocks GO" in text
+    assert "What blocks GO" in text or "GO by the rule" in text
     assert "What would flip it" in text
+
+
+SHARES = re.compile(r"(GO|CONDITIONAL|NO-GO|DOES-NOT-FIT) on (\d+\.\d) %")
+
+
+@pytest.mark.parametrize("card", [c.stem for c in CARDS])
+def test_the_first_screen_tells_one_story(memos, card):
+    """Decision line, shares, what blocks GO and the cells agree, on every shipped card: GO has GO requests and
+    prints no blocker; NO-GO has none that pay; CONDITIONAL has some that pay; the shares add up to 100 %."""
+    first = memos[card].splitlines()[:25]
+    line = next(x for x in first if x.startswith("**Decision: "))
+    verdict = line.removeprefix("**Decision: ").split(".")[0]
+    shares = {k: float(v) / 100 for k, v in SHARES.findall(line)}
+    assert sum(shares.values()) == pytest.approx(1.0, abs=0.002), line
+    rows = [x for x in first if x.startswith("| ") and x.rstrip().endswith(("** |", "(marginal) |"))]
+    cells = {r.split("**")[-2] for r in rows if "**" in r}
+    blocks = any(x.startswith("**What blocks GO:**") for x in first)
+    if verdict == "GO":
+        assert shares.get("GO", 0) > 0 and "GO" in cells and not blocks, card
+    elif verdict == "NO-GO":
+        assert shares.get("GO", 0) == 0 and "GO" not in cells and blocks, card
+    else:
+        assert verdict == "CONDITIONAL" and blocks, card
+        assert shares.get("GO", 0) + shares.get("CONDITIONAL", 0) > 0, card
 
 
 PYTHON = re.compile(r"\bNone\b|\{'|\['|'\]|-0\.0\b|\b1 GPUs\b|\bnan\b|\binf\b|\b0, 0\.0 tok/s|at most batch 0\b")

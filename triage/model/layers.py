@@ -304,10 +304,11 @@ def efficiencies(claim: Claim, ce: Any, be: Any) -> tuple[Efficiencies, Efficien
 
 def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.ndarray, base_max: np.ndarray,
            hw: Machine, ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed, capacity: Any, reserve: Any,
-           base_step: np.ndarray, e2e_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           base_step: np.ndarray, e2e_batch: np.ndarray, base_theo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where the baseline holds not one sequence and the claim fits: the baseline on the fewest GPUs
     (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Fills ``base_step`` and
-    ``e2e_batch`` there; returns the baseline's GPUs per replica and the cells so priced."""
+    ``e2e_batch`` (and its bound, ``base_theo``) there; returns the baseline's GPUs per replica and the cells so
+    priced."""
     gpus = np.array(np.broadcast_to(base_x.tp, m.batch.shape), dtype=float)
     spilled = np.zeros(m.batch.shape, dtype=bool)
     left = ~base_fits & claim_fits & (base_max < 1)
@@ -322,8 +323,10 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
         idx = idx[fits]
         sub = sub.take(np.flatnonzero(fits))
         cost = step_cost(sub)
-        t = _times(sub, cost, cost, sub, hw.take(idx), {g: at(v, idx) for g, v in ceff.items()},
-                   {g: at(v, idx) for g, v in beff.items()}, fixed.take(idx))[0].end_to_end / sub.utilization
+        layers_ = _times(sub, cost, cost, sub, hw.take(idx), {g: at(v, idx) for g, v in ceff.items()},
+                         {g: at(v, idx) for g, v in beff.items()}, fixed.take(idx))[0]
+        t = layers_.end_to_end / sub.utilization
+        base_theo[idx] = layers_.theoretical
         base_step[idx], e2e_batch[idx], gpus[idx], spilled[idx] = t, m.batch[idx], np.broadcast_to(sub.tp, idx.shape), True
     return gpus, spilled
 
@@ -417,9 +420,10 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         claim_batch = np.where(b1 >= 1, b1, np.nan)
         claim_step = at1.time_end_to_end
     spilled = np.zeros(m.batch.shape, dtype=bool)
+    base_theo = np.array(np.broadcast_to(base.time_theoretical, m.batch.shape), dtype=float)
     if "capacity" not in carried(claim.change):
         gpus_b, spilled = _spill(m, base_x, base.fits, new.fits, base.max_batch, hw, base_ceff, base_beff,
-                                 fixed, capacity, reserve, base_step, e2e_batch)
+                                 fixed, capacity, reserve, base_step, e2e_batch, base_theo)
     with np.errstate(invalid="ignore"):
         base_req = request_seconds(steps, base_step, gpus_b, e2e_batch)
         claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
@@ -429,7 +433,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
             s_e2e = np.where(spilled, base_req / claim_req, s_e2e)
     return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
-                np.broadcast_to(request_seconds(steps, base.time_theoretical, gpus_b, m.batch), m.batch.shape),
+                np.broadcast_to(request_seconds(steps, base_theo, gpus_b, m.batch), m.batch.shape),
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
                 switched_on,
                 np.broadcast_to(when_on, m.batch.shape), engine,
