@@ -162,8 +162,11 @@ def test_int4_compute_acts_where_the_chip_has_int4():
 def test_a_decode_only_mechanism_warns_on_prefill_workloads():
     card = {"id": "q", "title": "t", "direction": "attention", "change": {"kv_read": {"budget": 2048}}}
     r = triage.evaluate(card).to_dict()
-    assert [w["code"] for w in r["warnings"]] == ["phase-untouched"]
+    # the default matrix: prefill-2k is untouched by a decode-only change, serve-conv's 1,024-token context is
+    # under the 2,048-token budget, and docqa-128k is beyond Llama 2's 4,096-token window
+    assert [w["code"] for w in r["warnings"]] == ["phase-untouched", "no-effect", "beyond-window"]
     assert "prefill-2k is priced unchanged" in r["warnings"][0]["message"]
+    assert "does not act on serve-conv" in r["warnings"][1]["message"]
 
 
 def test_a_throughput_claim_of_a_prefill_only_change_is_bounded_at_prefill():
@@ -205,5 +208,5 @@ def test_a_decode_only_key_beside_a_both_phase_key_still_warns_at_prefill():
 def test_a_mechanism_with_nothing_to_save_on_a_workload_says_so():
     card = {"id": "s", "title": "t", "direction": "attention", "change": {"score_bytes": 0.0}}
     r = triage.evaluate(card).to_dict()
-    assert [w["code"] for w in r["warnings"]] == ["no-effect"]
+    assert [w["code"] for w in r["warnings"]] == ["no-effect", "beyond-window"]
     assert "its attention is already split: no score traffic to save" in r["warnings"][0]["message"]

@@ -118,7 +118,7 @@ def test_brief_is_one_page_with_the_three_questions(runner):
 def test_quiet_verbose_and_no_color(runner, tmp_path, monkeypatch):
     out = tmp_path / "m.md"
     loud = runner.invoke(main, ["-v", "run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)])
-    assert "8 cells; evaluated in" in loud.stderr and f"wrote {out}" in loud.stderr
+    assert "9 cells; evaluated in" in loud.stderr and f"wrote {out}" in loud.stderr
     quiet = runner.invoke(main, ["-q", "run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)])
     assert quiet.stderr == ""
     bad = tmp_path / "bad.yaml"

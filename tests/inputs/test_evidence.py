@@ -1,5 +1,5 @@
 """Evidence per number: `validate --strict` requires {quote, where} with the source's version for every
-reported number, setting detail and quality figure of a paper card; the memo cites it."""
+reported number, setting detail, quality figure and change value of a paper card; the memo cites it."""
 
 import yaml
 from click.testing import CliRunner
@@ -15,7 +15,8 @@ FULL = {"claim.speedup": {"quote": "1.5x faster decoding", "where": "Table 3, ar
         "claim.setting.model": {"quote": "Llama-2-7B", "where": "§5.1, arXiv 2402.02750v2"},
         "claim.setting.batch": {"quote": "batch size 8", "where": "§5.1, arXiv 2402.02750v2"},
         "claim.setting.precision": {"quote": "FP16 weights", "where": "§5.1, arXiv 2402.02750v2"},
-        "quality.retained": {"quote": "44.27 vs 44.52", "where": "Table 2, commit 048e19e"}}
+        "quality.retained": {"quote": "44.27 vs 44.52", "where": "Table 2, commit 048e19e"},
+        "change.kv_bytes": {"quote": "8-bit keys and values", "where": "§3, arXiv 2402.02750v2"}}
 
 
 def validate(tmp_path, card, *flags):
@@ -28,7 +29,7 @@ def test_strict_names_every_number_without_evidence(tmp_path):
     assert res.exit_code == 1
     missing = [line.split("no evidence: give evidence.")[1].split(":")[0] for line in res.output.splitlines()
                if "no evidence" in line]
-    assert missing == ["claim.speedup", "claim.setting.model", "claim.setting.batch",
+    assert missing == ["change.kv_bytes", "claim.speedup", "claim.setting.model", "claim.setting.batch",
                        "claim.setting.precision.weights", "quality.retained"]
     assert validate(tmp_path, CARD).exit_code == 0            # without --strict evidence is optional
 

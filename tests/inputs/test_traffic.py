@@ -92,7 +92,7 @@ def test_a_cell_with_traffic_carries_the_contracts_serving_object(tmp_path):
 
 
 def test_a_scheduler_change_without_traffic_is_a_warning_not_a_quiet_gain():
-    d = triage.evaluate(CLAIMS / "sarathi-serve.yaml").to_dict()
+    d = triage.evaluate(CLAIMS / "sarathi-serve.yaml", ROOT / "examples" / "course.yaml").to_dict()
     assert "scheduler-unpriced" in {w["code"] for w in d["warnings"]}
     assert all(c["speedup"]["end_to_end"] == pytest.approx(1.0) for c in d["cells"])
 

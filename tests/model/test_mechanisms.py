@@ -23,6 +23,20 @@ def test_kv_bytes_halves_kv_read_and_stored():
     assert c["claim"]["kv_bytes"] == 1 * GiB
 
 
+def test_kv_quant_kivi_format_with_its_fp16_residual():
+    # KIVI (Liu et al. 2024 §3.3): 2 bits + an fp16 scale and zero per 32 elements = 3/16 of fp16 per element;
+    # the 128 newest tokens stay fp16. Course A, 4096 tokens of 524,288 B: (3968 x 3/16 + 128) x 524,288 B.
+    c = _speedup({"kv_quant": {"bits": 2, "group_size": 32, "scale_bits": 16, "zero_bits": 16,
+                               "residual_tokens": 128}})
+    assert c["claim"]["kv_bytes"] == (744 + 128) * 524_288
+
+
+def test_kv_quant_outliers_cost_a_value_and_an_index_each():
+    # KVQuant nuq4-1 %: 4/16 + 0.01 x 48/16 = 0.28 of fp16 (the paper's own saving: 3.7x = 0.27)
+    c = _speedup({"kv_quant": {"bits": 4, "outliers": 0.01}})
+    assert c["claim"]["kv_bytes"] == pytest.approx(0.28 * 4096 * 524_288, rel=1e-12)
+
+
 def test_weight_bytes_halves_weights_read_and_stored():
     c = _speedup({"weight_bytes": 0.5})
     assert c["claim"]["bytes_per_step"] == 7e9 + 4096 * 524_288 + 524_288

@@ -20,7 +20,7 @@ import click
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError, escape
-from ..io.files import Content, new_run, write_atomic_all
+from ..io.files import Content, check_target, new_run, write_atomic_all
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
 
@@ -75,6 +75,13 @@ def report(problems: list[Any]) -> None:
         error(str(problem))
     if len(problems) > len(shown):
         error(f"and {len(problems) - len(shown):,} more problems (limit problems_shown)")
+
+
+def check_output(output: Path | None, inputs: tuple[Path | None, ...], force: bool) -> None:
+    """Refuse an impossible -o before any work (a device, a pipe, a foreign file, an input): the same checks
+    ``deliver`` repeats when it writes, with the files the run read by then."""
+    if output is not None:
+        check_target(output, tuple(p for p in inputs if p is not None), force)
 
 
 def output_path(output: Path | None) -> Path | None:

@@ -15,6 +15,7 @@ from ..report.memo import RENDERERS, figure_data, render_markdown
 from ..report.result import evaluate, with_measurements
 from .common import (
     FILE,
+    check_output,
     deliver,
     force_option,
     guard,
@@ -42,8 +43,9 @@ def _binary(data: bytes) -> Callable[[BinaryIO], None]:
               help="md (the decision memo) or json; default from the -o suffix, else md.")
 @click.option("--brief", is_flag=True, help="A one-page reading-group brief instead of the memo.")
 @click.option("--figures", type=click.Choice(["svg", "png", "none"]), default="svg",
-              help="With -o FILE.md: write FILE.roofline.svg, FILE.gain.svg and FILE.latency.svg beside the memo "
-                   "(default), the same as PNG (the png extra), or none.")
+              help="With -o FILE.md: write FILE.roofline.svg, FILE.gain.svg, FILE.latency.svg and, where a workload "
+                   "has traffic, FILE.serving.svg beside the memo (default), the same as PNG (the png extra), or "
+                   "none.")
 @click.option("--measured", type=click.Path(exists=False, path_type=Path),
               help="Measurements (CSV, JSON, vLLM bench JSON, or a folder of them) for the implementation and "
                    "end-to-end layers.")
@@ -67,6 +69,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
     output = output_path(output)
+    check_output(output, (*cards, workloads, measured), force)
     if brief and (fmt == "json" or (output is not None and output.suffix == ".json")):
         raise click.UsageError("--brief is Markdown: drop --format json (or write it to a .md file)")
     if len(cards) > 1 and not stack:

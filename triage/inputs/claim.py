@@ -95,7 +95,8 @@ class Claim:
         return {
             "id": self.id, "title": self.title, "direction": self.direction, "file": self.file,
             "paper": self.paper, "claim": self.claim, "change": self.change,
-            "implementation": {"kernel": self.kernel, "kernel_in": self.kernel_in, "bandwidth_efficiency": self.bandwidth_efficiency,
+            "implementation": {"kernel": self.kernel, "kernel_in": self.kernel_in,
+                               "bandwidth_efficiency": self.bandwidth_efficiency,
                                "compute_efficiency": self.compute_efficiency},
             "quality": {"retained": self.quality_retained,
                         "figures": [{"kind": f.kind, "task": f.task, "model": f.model, "baseline": f.baseline,

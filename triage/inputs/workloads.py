@@ -14,6 +14,7 @@ from typing import Any
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
+from ..io.resources import catalog_file
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
@@ -239,7 +240,10 @@ def open_source(source: Source) -> Document | None:
 
 
 def _base_dir(doc: Document) -> Path:
-    """Where a workload file's config.json paths are relative to (the working directory for a dict)."""
+    """Where a workload file's config.json and trace paths are relative to (the working directory for a dict;
+    the installed catalog's folder for the shipped default, whose label is not a path)."""
+    if doc.file == catalog_mod.default_workloads().file:
+        return catalog_file("workloads.yaml").parent
     return Path(".") if doc.file.startswith("<") else Path(doc.file).parent
 
 

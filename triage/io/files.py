@@ -57,7 +57,7 @@ def _remember(target: Path) -> None:
         pass
 
 
-def _check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
+def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
     """Refuse a target that is not (or would not be) a regular file, an input of the run, a foreign file
     (without force), or in no directory. Devices, pipes, sockets, symbolic links and /proc, /sys, /dev
     paths are refused even with --force."""
@@ -104,7 +104,7 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
     """
     targets = [Path(p) for p, _ in outputs]
     for target in targets:
-        _check_target(target, inputs, force)
+        check_target(target, inputs, force)
     staged: list[tuple[str, Path]] = []
     try:
         for target, (_, content) in zip(targets, outputs, strict=True):

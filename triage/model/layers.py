@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import CAPACITY_TP
 from ..inputs.claim import Claim
 from ..inputs.registry import carried, switchable, touched_groups
 from ..inputs.specs import Model
 from . import mechanisms
-from ..defaults import CAPACITY_TP
 from .matrix import Matrix, compact, peak_flops, precision_bytes
 from .roofline import (
     GROUPS,
@@ -327,7 +327,8 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
                          {g: at(v, idx) for g, v in beff.items()}, fixed.take(idx))[0]
         t = layers_.end_to_end / sub.utilization
         base_theo[idx] = layers_.theoretical
-        base_step[idx], e2e_batch[idx], gpus[idx], spilled[idx] = t, m.batch[idx], np.broadcast_to(sub.tp, idx.shape), True
+        base_step[idx], e2e_batch[idx], spilled[idx] = t, m.batch[idx], True
+        gpus[idx] = np.broadcast_to(sub.tp, idx.shape)
     return gpus, spilled
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import OUTLIER_BITS
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
 from .roofline import StepInputs, attended_tokens
@@ -45,9 +46,11 @@ def kv_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
 
 def kv_quant_bytes(spec: dict[str, Any]) -> float:
     """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
-    per tensor, negligible). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
+    per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
+    Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
     group = spec.get("group_size")
-    return spec["bits"] / 8 + ((spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * group) if group else 0.0)
+    scales = (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * group) if group else 0.0
+    return spec["bits"] / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
 
 
 def kv_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:

@@ -19,8 +19,8 @@ from ..inputs.registry import (
 )
 from . import quality
 from .layers import Gaps
-from .quality import QualityStanding
 from .matrix import Matrix
+from .quality import QualityStanding
 
 GO, CONDITIONAL, NO_GO, DOES_NOT_FIT = 0, 1, 2, 3
 BOUND_KINDS = {"bytes", "flops", "dtype", "tokens_per_step", "model", "parallelism"}   # gains the step's bound sees
@@ -122,7 +122,10 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     # step); a kernel change is judged by the implementation layer, batch slots and capacity end to end
     kinds = carried(claim.change)
     judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change) and not claim.kernel_gain
-    theory_low = (g.speedup_theoretical < min_gain) & ~enables & judged_by_bound
+    # a workload with traffic is judged by its simulation (the requests' own contexts and batches), not by the
+    # bound at its nominal cell
+    simulated = np.array([b.traffic is not None for b in m.blocks], dtype=bool)[m.block_idx]
+    theory_low = (g.speedup_theoretical < min_gain) & ~enables & judged_by_bound & ~simulated
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)

@@ -33,7 +33,8 @@ def _kv_quant_text(s: dict[str, Any]) -> str:
     group = f", group {s['group_size']}" if s.get("group_size") else ""
     residual = (f", the {s['residual_tokens']:,} most recent tokens at the baseline's precision"
                 if s.get("residual_tokens") else "")
-    return f"{s['bits']}-bit KV cache{group} ({kv_quant_bytes(s):.4g} B per element){residual}"
+    outliers = f", {s['outliers']:.3g} of elements as sparse outliers" if s.get("outliers") else ""
+    return f"{s['bits']}-bit KV cache{group}{outliers} ({kv_quant_bytes(s):.4g} B per element){residual}"
 
 
 DESCRIBE: dict[str, Callable[[Any], str]] = {

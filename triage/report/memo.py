@@ -184,9 +184,12 @@ def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
     """Each number of the card with the source's words and where they stand."""
     rows = []
     for path, entry in card["evidence"].items():
-        node: Any = {"claim": card["claim"], "quality": card["quality"], "change": card["change"]}
+        node: Any = {k: card.get(k) for k in ("claim", "quality", "change", "implementation")}
         for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, list):
+                node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
         value = ", ".join(f"{k} {v}" for k, v in node.items()) if isinstance(node, dict) else node
         rows.append({"path": path, "value": value, **entry})
     return rows

@@ -47,7 +47,8 @@ _FIELDS = {
     "integration": lambda m, g, v: v.integration, "beyond_window": lambda m, g, v: v.beyond_window,
     "incumbent_low": lambda m, g, v: v.incumbent_low, "over_incumbent": lambda m, g, v: v.over_incumbent,
     "base_gpus": lambda m, g, v: g.base_gpus,
-    "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s, "context": lambda m, g, v: m.context,
+    "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s,
+    "context": lambda m, g, v: m.context,
     "params": lambda m, g, v: m.per_model(lambda mod: mod.params),
     "window": lambda m, g, v: m.per_model(lambda mod: float(mod.max_context or 0)),
 }
@@ -232,7 +233,8 @@ def decision_reasons(d: Decision, claim: Claim) -> list[str]:
     """Why the decision is what it is: the traffic each verdict carries, the rule, the reproduction cost."""
     why = [f"{d.verdict} by the rule: {d.rule}"]
     if d.incumbent is not None and d.weighted_over_incumbent is not None:
-        why.append(f"over the shipped alternative ({d.incumbent}) the fleet gains {fmt_ratio(d.weighted_over_incumbent)}"
+        why.append(f"over the shipped alternative ({d.incumbent}) the fleet gains "
+                   f"{fmt_ratio(d.weighted_over_incumbent)}"
                    f" (GPU-time over GPU-time)")
     why += [f"{label} on {fmt_percent(share)} of the requests" for label, share in d.shares.items() if share > 0]
     if d.share_only_claim_serves > 0:
