@@ -4,12 +4,12 @@ workload.
 Run with:  .venv/bin/python bench/hindsight.py          (not part of the test suite; about three minutes)
 
 1. Agreement. Each shipped card whose method has a cited adoption outcome (bench/hindsight/labels-*.yaml:
-   shipped as a flag, option or doc page in vLLM, SGLang or TensorRT-LLM, or passed over, each with a quote
-   and where it stands) is decided as its paper stood when it appeared: against the stack the paper improved
-   on (its setting's baseline keys, `--baseline paper`, where the card states them) and with the kernel the
-   paper had (an engine kernel that came later counts as the paper's). Two matrices: the shipped default and
-   a Llama-3-8B H100 serving mix (bench/hindsight/llama-3-8b-h100-mix.yaml). Adopted agrees with GO or
-   CONDITIONAL, passed over with NO-GO; the balanced agreement weighs both classes alike (the mean of the two
+   shipped as a flag, option or doc page in vLLM, SGLang or TensorRT-LLM, or passed over, each with a quote and
+   where it stands) is decided as its paper stood when it appeared: against the stack the paper improved on (its
+   setting's baseline keys, `--baseline paper`, where the card states them) and with the kernel the paper had
+   (an engine kernel first shipped after the paper's year counts as the paper's own). Two matrices: the shipped
+   default and a Llama-3-8B H100 serving mix (bench/hindsight/llama-3-8b-h100-mix.yaml). Adopted agrees with GO
+   or CONDITIONAL, passed over with NO-GO; the balanced agreement weighs both classes alike (the mean of the two
    classes' agreement rates), so a tool that says GO to everything scores 0.5.
 2. Flips. Each card decided on one workload at a time, then with one large change: batch 1 vs 256, context
    4k vs 128k, A100 80GB vs H200. The share of (card, change) pairs whose decision differs says how much
@@ -50,10 +50,14 @@ def labels() -> dict[str, dict]:
     return {k: v for k, v in out.items() if v.get("outcome") in AGREES}
 
 
-def as_published(card: Path) -> Claim:
-    """The card as its paper stood: a kernel that only an engine shipped later counts as the paper's."""
+def as_published(card: Path, since: str | None = None) -> Claim:
+    """The card as its paper stood: an engine kernel counts as the paper's own unless an engine shipped it by
+    the paper's year (``since``, the label's first cited shipping date, YYYY-MM)."""
     claim = pipeline.load_claim(card, catalog.resolve(None))
-    return dataclasses.replace(claim, kernel_in="paper") if claim.kernel_in == "engine" else claim
+    year = claim.paper.get("year")
+    shipped_before = bool(since and year and int(str(since)[:4]) <= int(year))
+    later = claim.kernel_in == "engine" and not shipped_before
+    return dataclasses.replace(claim, kernel_in="paper") if later else claim
 
 
 def decide(claim: Claim, workloads: object = None) -> tuple[str, str]:
@@ -76,7 +80,7 @@ def main() -> None:
         path = ROOT / "claims" / f"{cid}.yaml"
         if not path.exists():
             continue
-        claim = as_published(path)
+        claim = as_published(path, label.get("since"))
         for name, source in (("default", None), ("mix", MIX)):
             try:
                 verdict, rule = decide(claim, source)

@@ -128,3 +128,29 @@ def test_a_declared_conflict_with_the_stack_is_no_go_and_named():
     assert cells["shared"]["verdict"] == "NO-GO"
     assert "cannot run beside prefix caching, which this stack uses" in cells["shared"]["reasons"][0]
     assert not any("incompatible" in r for r in cells["plain"]["reasons"])
+
+
+def _kv4(**quality):
+    return {"id": "kv4", "title": "4-bit KV", "direction": "cache",
+            "change": {"kv_quant": {"bits": 4, "group_size": 128, "scale_bits": 16, "zero_bits": 16}},
+            "implementation": {"kernel": True, "kernel_in": "paper"},
+            "quality": {"evaluated_on": ["wikitext2", "longbench"], "long_context_tested": True, **quality}}
+
+
+LONG = {"defaults": {"model": "llama-3-8b", "hardware": "a100-80gb"},
+        "workloads": [{"name": "long", "context": 8192, "batch": 16}]}
+
+
+def test_a_kv_format_only_the_paper_reads_with_no_quality_figure_is_no_go():
+    # 4-bit KV (0.266 of fp16 a value) over fp8 KV (0.5) pays at 8k x 16, but every attention backend must be
+    # taught the format and nothing says what it keeps: NO-GO, named
+    d = triage.evaluate(_kv4(), LONG, analyse=False).to_dict()
+    assert d["cells"][0]["speedup"]["over_incumbent"] > 1.1
+    assert d["decision"]["verdict"] == "NO-GO"
+    assert d["decision"]["rule"].startswith("every attention backend would have to read a format")
+    # with a perplexity figure inside the gate (+0.5 %) it is CONDITIONAL on the integration alone
+    ppl = {"figures": [{"kind": "perplexity", "task": "wikitext2", "model": "llama-3-8b", "baseline": 6.14,
+                        "claim": 6.17}]}
+    d = triage.evaluate(_kv4(**ppl), LONG, analyse=False).to_dict()
+    assert d["decision"]["verdict"] == "CONDITIONAL"
+    assert any(r.startswith("integration: a KV-cache quantization format") for r in d["cells"][0]["reasons"])

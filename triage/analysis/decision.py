@@ -50,6 +50,8 @@ _BLOCKERS = (("incompatible", "the method cannot run in the stack that serves th
              ("quality_fail", "quality beyond its kind's band on every workload it could serve"),
              ("evidence_missing", "evidence the method class needs is missing (see the workloads' reasons)"),
              ("incumbent_low", "the shipped alternative gets within the threshold of it on every workload"),
+             ("unproven_integration", "every attention backend would have to read a format whose quality no figure "
+                                      "states"),
              ("theory_low", "the bound is below the threshold on every workload"))
 
 
@@ -87,7 +89,8 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
     # stack failure is
     on = np.broadcast_to(g.switched_on, m.share.shape)
     conditional_on = float(m.share[(v.code == 1) & on].sum())
-    hard = float(m.share[v.quality_fail | v.evidence_missing | _mask(v.incompatible, m)].sum())
+    hard = float(m.share[v.quality_fail | v.evidence_missing | _mask(v.incompatible, m)
+                         | _mask(v.unproven_integration, m)].sum())
     if shares["GO"] > 0 and conditional_on == 0 and shares["DOES-NOT-FIT"] == 0 and hard == 0 \
             and bar >= min_gain and not regress:
         return "GO", f"the fleet gain clears the {min_gain:.2f}x threshold, no workload regresses and none has a " \

@@ -58,6 +58,7 @@ class Verdicts:
     beyond_window: np.ndarray = field(default_factory=_none)    # context beyond the model's trained window
     incumbent_low: np.ndarray = field(default_factory=_none)    # the gain over the shipped alternative < min_gain
     over_incumbent: np.ndarray = field(default_factory=_none)   # end-to-end gain over it (NaN: none applies)
+    unproven_integration: np.ndarray = field(default_factory=_none)  # integration left and no quality figure
 
 
 def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
@@ -103,7 +104,8 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     CONDITIONAL   the gain needs a kernel that reads the new format, or quality
                   is unreported, within the band, measured on a far larger model or
                   untested on long context, or a KV format only the paper's kernel
-                  reads, or the SLO is still missed;
+                  reads, or the SLO is still missed; that integration with no quality
+                  figure at all is NO-GO (its cost is certain, its quality unknown);
     GO            otherwise.
     """
     shape = m.batch.shape
@@ -155,6 +157,8 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
         over = np.where(np.isfinite(inc) & np.isfinite(g.claim_request_s), inc / g.claim_request_s, np.nan)
         incumbent_low = over < min_gain
     integration = np.full(len(m), integration_condition(claim))
+    # every attention backend must be taught the format (cost certain) and no figure says what it keeps: NO-GO
+    unproven = integration & (q.status == quality.UNREPORTED) & ~has_mq
     window = beyond_window(m)
 
     code = np.full(len(m), GO)
@@ -164,9 +168,9 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
     incompatible = _incompatible(m, claim)
-    code = np.where(theory_low | quality_fail | evidence_gap | incompatible | incumbent_low, NO_GO, code)
+    code = np.where(theory_low | quality_fail | evidence_gap | incompatible | incumbent_low | unproven, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
                     retained is None and not claim.figures, long_untested, slo_missed, mq, mt, evidence_gap,
                     tuple(missing), incompatible, q, quality_band, q.far_model, integration, window,
-                    incumbent_low, over)
+                    incumbent_low, over, unproven)

@@ -152,6 +152,7 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
              ("quality between its gate and its band", v.quality_band),
              ("quality measured on a far larger model", v.far_model),
              ("a KV format only the paper's kernel reads (attention-backend integration)", v.integration),
+             ("that integration with no quality figure at all", v.unproven_integration),
              ("the claim does not fit memory at the workload's batch", v.code == DOES_NOT_FIT),
              ("quality beyond its band", v.quality_fail),
              ("the bound is below the min_gain threshold", v.theory_low),

@@ -46,6 +46,7 @@ _FIELDS = {
     "quality_band": lambda m, g, v: v.quality_band, "far_model": lambda m, g, v: v.far_model,
     "integration": lambda m, g, v: v.integration, "beyond_window": lambda m, g, v: v.beyond_window,
     "incumbent_low": lambda m, g, v: v.incumbent_low, "over_incumbent": lambda m, g, v: v.over_incumbent,
+    "unproven": lambda m, g, v: v.unproven_integration,
     "base_gpus": lambda m, g, v: g.base_gpus,
     "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s,
     "context": lambda m, g, v: m.context,
@@ -212,7 +213,8 @@ def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts) -> list[str]:
         words = " and ".join(classes()[k].words for k in claim_classes(claim.change) if classes()[k].attention_backends)
         out.append(f"integration: a {words or 'KV-cache'} format must be read by every attention backend an engine "
                    f"runs (paged KV, prefix caching, chunked prefill), and its kernel is in the "
-                   f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only")
+                   f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only"
+                   + ("; with no quality figure, that work buys an unknown loss: NO-GO" if r["unproven"] else ""))
     if r["beyond_window"]:
         out.append(f"context {int(r['context']):,} tokens is beyond the model's trained window of "
                    f"{int(r['window']):,}: its quality there is unknown")
