@@ -85,3 +85,17 @@ def test_limits_table_is_generated_from_the_defaults():
         README.write_text(LIMITS_TABLE.sub(lambda _: block, text), encoding="utf-8")
         text = README.read_text(encoding="utf-8")
     assert LIMITS_TABLE.search(text)[0] == block
+
+
+RULES_TABLE = re.compile(r"<!-- rules-table -->\n.*?<!-- /rules-table -->", re.S)
+
+
+def test_the_decision_rules_table_is_the_codes():
+    from triage.report import rules
+
+    block = "<!-- rules-table -->\n" + rules.markdown() + "\n<!-- /rules-table -->"
+    text = README.read_text(encoding="utf-8")
+    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
+        README.write_text(RULES_TABLE.sub(lambda _: block, text), encoding="utf-8")
+        text = README.read_text(encoding="utf-8")
+    assert RULES_TABLE.search(text)[0] == block

@@ -35,7 +35,7 @@ def test_stacking_adds_savings_it_does_not_multiply():
 
 def test_a_card_can_list_the_cards_it_stacks():
     claim = cards.load(CLAIMS / "gqa-int8-kv.yaml")
-    assert claim.change == {"kv_heads": 8, "kv_bytes": 0.5}
+    assert claim.change == {"kv_heads": 8, "kv_quant": {"bits": 8}}
     assert [c.id for c in claim.stacked] == ["gqa", "int8-kv"]
 
 

@@ -74,9 +74,16 @@ def test_quality_between_the_gate_and_the_band_is_conditional():
 
 
 def test_unreported_quality_is_conditional():
-    c = cell(triage.evaluate(card({"kv_bytes": 0.5}), course_matrix()), "B")
+    # int8 weights on the course's workload A: 1.76x, no integration left (one GEMM kernel, offline)
+    c = cell(triage.evaluate(card({"weight_bytes": 0.5}, direction="weights"), course_matrix()), "A")
     assert c["verdict"] == "CONDITIONAL"
     assert "the card reports no quality retained: the quality gate cannot be checked" in c["reasons"]
+
+
+def test_unreported_quality_of_a_kv_format_only_the_paper_reads_is_no_go():
+    c = cell(triage.evaluate(card({"kv_bytes": 0.5}), course_matrix()), "B")
+    assert c["verdict"] == "NO-GO"
+    assert any(r.endswith("that work buys an unknown loss: NO-GO") for r in c["reasons"])
 
 
 def test_slo_missed_is_conditional_and_min_gain_is_a_knob():

@@ -94,7 +94,8 @@ def test_reasons_name_the_mechanism_that_carries_the_gain():
     assert spec.startswith("speculative decoding: 3.60 tokens per step (7 drafted at acceptance 0.75)")
     # the paper's EnDe setting, γ = 7, α = 0.75: (1 − 0.75^8) / (1 − 0.75) = 3.5995 tokens per step
     # (Leviathan et al. 2023, eq. 1), by hand
-    int8_prefill = _reasons("smoothquant.yaml", "prefill-2k")[0]
+    # (the card's worst task, Winogrande at 98.1 %, is named first: quality before the mechanism)
+    int8_prefill = next(r for r in _reasons("smoothquant.yaml", "prefill-2k") if r.startswith("linear layers"))
     assert int8_prefill.startswith("linear layers computed in int8, attention computed in int8: the step is")
     assert "compute-bound" in int8_prefill
     assert "bytes" not in int8_prefill

@@ -181,6 +181,15 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
             "flips": flips[:5]}
 
 
+def _plain(value: Any) -> Any:
+    """A card value in words: a mapping as "key value, …", a list as "a, b"."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(str(_plain(v)) for v in value)
+    return value
+
+
 def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
     """Each number of the card with the source's words and where they stand."""
     rows = []
@@ -191,8 +200,7 @@ def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
                 node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
             else:
                 node = node.get(part) if isinstance(node, dict) else None
-        value = ", ".join(f"{k} {v}" for k, v in node.items()) if isinstance(node, dict) else node
-        rows.append({"path": path, "value": value, **entry})
+        rows.append({"path": path, "value": _plain(node), **entry})
     return rows
 
 
