@@ -190,6 +190,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _figures_text(figures: list[dict[str, Any]]) -> str:
+    """The card's quality figures in words, the worst of each kind first named (what the gate reads)."""
+    if not figures:
+        return ""
+    ppl = [f for f in figures if f["kind"] == "perplexity"]
+    tasks = [f for f in figures if f["kind"] != "perplexity"]
+    out = []
+    if ppl:
+        f = max(ppl, key=lambda f: f["claim"] / f["baseline"])
+        out.append(f"perplexity {f['task']} {f['baseline']:g} → {f['claim']:g} "
+                   f"(+{units.fmt_percent(f['claim'] / f['baseline'] - 1)}) on {f['model']}")
+    if tasks:
+        f = min(tasks, key=lambda f: f["claim"] / f["baseline"])
+        out.append(f"worst task {f['task']} {f['baseline']:g} → {f['claim']:g} "
+                   f"({units.fmt_percent(f['claim'] / f['baseline'])} retained) on {f['model']}")
+    return "; ".join(out) + f" ({len(figures)} figure{'s' if len(figures) > 1 else ''})"
+
+
 def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
     """Each number of the card with the source's words and where they stand."""
     rows = []
@@ -227,6 +245,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "changes": describe(d["claim"]["change"]),
         "conditions": _failure_conditions(d, bool(result.matrix.long_context.any())),
         "quality_retained": quality["retained"],
+        "quality_figures": _figures_text(quality.get("figures", [])),
         "gates": gates,
         "decision": d["decision"],
         "assumptions": d["assumptions"],
