@@ -11,7 +11,11 @@ Run with:  .venv/bin/python bench/hindsight.py          (not part of the test su
    default and a Llama-3-8B H100 serving mix (bench/hindsight/llama-3-8b-h100-mix.yaml). Adopted agrees with GO
    or CONDITIONAL, passed over with NO-GO; the balanced agreement weighs both classes alike (the mean of the two
    classes' agreement rates), so a tool that says GO to everything scores 0.5. A run the tool refuses (a
-   mechanism that cannot act there: GQA-8 on a model that has 8 KV heads) is left out and counted.
+   mechanism that cannot act there: GQA-8 on a model that has 8 KV heads) is left out and counted, and so is a
+   run where the change moves no workload at all (every cell 1.000x with its does-not-act warning): the
+   matrix's baseline already runs it (the default stack runs continuous batching and split-KV decoding) or
+   none of its cells is one the method acts on (sparse prefill with no long prompt): the run says nothing
+   of the method's fate.
 2. Flips. Each card decided on one workload at a time, then with one large change: batch 1 vs 256, context
    4k vs 128k, A100 80GB vs H200. The share of (card, change) pairs whose decision differs says how much
    the matrix, not the card, decides.
@@ -23,6 +27,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,10 +66,15 @@ def as_published(card: Path, since: str | None = None) -> Claim:
     return dataclasses.replace(claim, kernel_in="paper") if later else claim
 
 
-def decide(claim: Claim, workloads: object = None) -> tuple[str, str]:
+def decide(claim: Claim, workloads: object = None) -> tuple[str, str, bool]:
+    """(verdict, rule, whether the change moves any workload: False where every cell is 1.000x with a
+    does-not-act warning)."""
     baseline = "paper" if pipeline.paper_baseline(claim) else "current"
-    d = pipeline.evaluate(claim, workloads, analyse=False, baseline=baseline).decision
-    return d.verdict, d.rule
+    ev = pipeline.evaluate(claim, workloads, analyse=False, baseline=baseline)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = ev.gaps.base_request_s / ev.gaps.claim_request_s
+    moves = not (ev.warnings and np.all(np.abs(ratio[np.isfinite(ratio)] - 1.0) < 1e-9))
+    return ev.decision.verdict, ev.decision.rule, moves
 
 
 def one(**change: object) -> dict:
@@ -76,7 +86,7 @@ def one(**change: object) -> dict:
 def main() -> None:
     table = labels()
     runs = {"adopted": [], "passed_over": []}
-    refused = 0
+    refused = same = 0
     print(f"{'card':28s} {'outcome':12s} {'default matrix':14s} {'llama-3-8b mix':14s} rule that decided")
     for cid, label in table.items():
         path = ROOT / "claims" / f"{cid}.yaml"
@@ -85,12 +95,16 @@ def main() -> None:
         claim = as_published(path, label.get("since"))
         for name, source in (("default", None), ("mix", MIX)):
             try:
-                verdict, rule = decide(claim, source)
+                verdict, rule, moves = decide(claim, source)
+                if not moves:
+                    verdict, rule = "SAME", "the change moves no workload of this matrix"
             except UserError as err:
                 verdict, rule = "ERROR", str(err).splitlines()[0]
-            ok = verdict in AGREES[label["outcome"]]
+            ok = verdict in AGREES[label["outcome"]] or verdict == "SAME"
             if verdict == "ERROR":           # the mechanism cannot act on this matrix (refused, never 1.00x): no run
                 refused += 1
+            elif verdict == "SAME":          # priced against itself: no run
+                same += 1
             else:
                 runs[label["outcome"]].append(ok)
             if name == "default":
@@ -105,8 +119,8 @@ def main() -> None:
     print(f"passed over -> NO-GO: {sum(runs['passed_over'])} of {len(runs['passed_over'])} runs "
           f"({rates.get('passed_over', float('nan')):.2f})")
     print(f"balanced agreement: {sum(rates.values()) / len(rates):.3f} "
-          f"({len(table)} labelled cards, two matrices each; {refused} runs refused as a mechanism that cannot act "
-          f"there, left out)")
+          f"({len(table)} labelled cards, two matrices each; left out: {refused} runs refused as a mechanism that "
+          f"cannot act there, {same} where the change moves no workload of the matrix)")
 
     flips: dict[str, list[bool]] = {name: [] for name, _, _ in FLIPS}
     for card in sorted((ROOT / "claims").glob("*.yaml")):

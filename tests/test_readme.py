@@ -99,3 +99,14 @@ def test_the_decision_rules_table_is_the_codes():
         README.write_text(RULES_TABLE.sub(lambda _: block, text), encoding="utf-8")
         text = README.read_text(encoding="utf-8")
     assert RULES_TABLE.search(text)[0] == block
+
+
+def test_the_workloads_help_names_every_shipped_workload():
+    import yaml
+
+    from triage.io.resources import catalog_file
+
+    shipped = yaml.safe_load(catalog_file("workloads.yaml").read_text(encoding="utf-8"))
+    text = " ".join(_help("run --help").split())
+    names = " / ".join(w["name"] for w in shipped["workloads"])
+    assert f"the shipped {names})" in text

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..defaults import REGRESSION_TOLERANCE
 from ..inputs.claim import Claim
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
-from ..model.verdicts import LABELS, Verdicts
+from ..model.verdicts import LABELS, Verdicts, simulated
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,6 @@ def fleet_gain(base_s: np.ndarray, claim_s: np.ndarray, share: np.ndarray) -> tu
     return (base / claim if ok.any() and claim > 0 else None), base, claim
 
 
-REGRESSION_TOLERANCE = 0.02     # a workload more than 2 % slower with the claim is a regression
-
 # Why no workload can take the claim, most decisive first: (what the cells say, the rule's words).
 _BLOCKERS = (("incompatible", "the method cannot run in the stack that serves the requests"),
              ("quality_fail", "quality beyond its kind's band on every workload it could serve"),
@@ -69,7 +68,9 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
     both = np.isfinite(g.base_request_s) & np.isfinite(g.claim_request_s)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(both, g.base_request_s / np.where(both, g.claim_request_s, 1.0), np.nan)
-    never_slower = bool(np.all(ratio[both] >= 1.0 - 1e-9)) and not np.any(np.isfinite(g.base_request_s) & ~both)
+    # a simulated workload within the simulation's resolution of 1.0x is no slower (defaults.REGRESSION_TOLERANCE)
+    floor = 1.0 - np.where(simulated(m), REGRESSION_TOLERANCE, 1e-9)
+    never_slower = bool(np.all(ratio[both] >= floor[both])) and not np.any(np.isfinite(g.base_request_s) & ~both)
     regress = bool(np.any(ratio[both] < 1.0 - REGRESSION_TOLERANCE))
     paying = shares["GO"] + shares["CONDITIONAL"]
     if v.incompatible.size and float(m.share[v.incompatible].sum()) >= 0.5:
@@ -82,8 +83,11 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
         return "NO-GO", f"no workload gains {min_gain:.2f}x or more"
     exact = claim.exact and not np.any(np.isfinite(v.measured_quality) & v.quality_fail)
     bar = over_incumbent if over_incumbent is not None else gain
-    if exact and never_slower and gain > 1.0 and shares["GO"] > 0 and shares["CONDITIONAL"] == 0:
-        return "GO", "no regret: exact (quality retained 1.0) and never slower on any workload"
+    # GO cells gain beyond what the model resolves, and none is slower: the fleet gains, though a simulated
+    # workload's step inside the resolution can round the fleet's ratio to 1.000x
+    if exact and never_slower and shares["GO"] > 0 and shares["CONDITIONAL"] == 0:
+        return "GO", "no regret: exact (quality retained 1.0) and never slower on any workload" + (
+            ", its kernel shipped in an engine: any gain pays" if claim.kernel_in == "engine" else "")
     # an optional feature switched off where it does not pay leaves those workloads as they were; a NO-GO cell
     # that only gains too little is no blocker once the fleet clears the threshold, a quality, evidence or
     # stack failure is

@@ -136,7 +136,7 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 
 workloads_option = click.option(
     "--workloads", "-w", "workloads", type=FILE,
-    help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b16 / prefill-2k).")
+    help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b16 / prefill-2k / serve-conv).")
 model_option = click.option(
     "--model", "-m", "model", metavar="NAME|CONFIG.json",
     help="Replace every workload's model: a catalog name or a local Hugging Face config.json.")

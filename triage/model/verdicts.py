@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..defaults import REGRESSION_TOLERANCE
 from ..inputs.claim import Claim
 from ..inputs.registry import (
     LONG_CONTEXT,
@@ -59,6 +60,7 @@ class Verdicts:
     incumbent_low: np.ndarray = field(default_factory=_none)    # the gain over the shipped alternative < min_gain
     over_incumbent: np.ndarray = field(default_factory=_none)   # end-to-end gain over it (NaN: none applies)
     unproven_integration: np.ndarray = field(default_factory=_none)  # integration left and no quality figure
+    no_regret: np.ndarray = field(default_factory=_none)        # exact, engine kernel: any gain pays (floor 1.0)
 
 
 def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
@@ -80,6 +82,19 @@ def integration_condition(claim: Claim) -> bool:
     """A KV-cache format that every attention backend of an engine must read (paged, prefix-cached, chunked
     prefill), with a kernel in the paper's code alone: the integration is the work left (registry kv_format)."""
     return kv_format(claim.change) and claim.kernel_in != "engine"
+
+
+def simulated(m: Matrix) -> np.ndarray:
+    """Cells of a workload with traffic: judged by their serving simulation, whose gain is known to within
+    REGRESSION_TOLERANCE (defaults.py)."""
+    return np.array([b.traffic is not None for b in m.blocks], dtype=bool)[m.block_idx]
+
+
+def no_regret(claim: Claim) -> bool:
+    """An exact change (quality retained 1.0) whose kernel an engine already ships: nothing to reproduce and
+    nothing to lose, so ``min_gain`` — the bar a reproduction must clear (workloads.yaml) — does not apply;
+    any gain the model can resolve pays."""
+    return claim.exact and claim.kernel_in == "engine"
 
 
 def beyond_window(m: Matrix) -> np.ndarray:
@@ -107,6 +122,8 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
                   reads, or the SLO is still missed; that integration with no quality
                   figure at all is NO-GO (its cost is certain, its quality unknown);
     GO            otherwise.
+
+    For an exact change whose kernel an engine ships (no_regret) the threshold is 1.0x, not min_gain.
     """
     shape = m.batch.shape
     min_gain = np.broadcast_to(m.column("min_gain"), shape)
@@ -126,8 +143,12 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change) and not claim.kernel_gain
     # a workload with traffic is judged by its simulation (the requests' own contexts and batches), not by the
     # bound at its nominal cell
-    simulated = np.array([b.traffic is not None for b in m.blocks], dtype=bool)[m.block_idx]
-    theory_low = (g.speedup_theoretical < min_gain) & ~enables & judged_by_bound & ~simulated
+    traffic = simulated(m)
+    # an exact change an engine already ships pays with any gain the model resolves: more than 1.0x, or more
+    # than the simulation's resolution on a simulated workload
+    free = np.full(len(m), no_regret(claim))
+    bar = np.where(free, 1.0 + np.where(traffic, REGRESSION_TOLERANCE, 1e-9), min_gain)
+    theory_low = (g.speedup_theoretical < bar) & ~enables & judged_by_bound & ~traffic
     kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
         (g.speedup_implementation < min_gain) & ~theory_low
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
@@ -136,7 +157,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     with np.errstate(invalid="ignore", divide="ignore"):
         more_gpus = np.broadcast_to(g.claim.inputs.tp, shape) > np.broadcast_to(g.base.inputs.tp, shape)
         e2e = np.where(more_gpus, np.nan_to_num(g.base_request_s / g.claim_request_s, nan=np.inf), e2e)
-    e2e_low = (e2e < min_gain) & ~enables
+    e2e_low = (e2e < bar) & ~enables
     # evidence a lossy method class must show (registry.evidence_needed); long-context retrieval matters on
     # long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
     missing = evidence_missing(evidence_needed(claim.change, 1.0 if claim.exact else None), claim.long_context_tested,
@@ -173,4 +194,4 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
                     retained is None and not claim.figures, long_untested, slo_missed, mq, mt, evidence_gap,
                     tuple(missing), incompatible, q, quality_band, q.far_model, integration, window,
-                    incumbent_low, over, unproven)
+                    incumbent_low, over, unproven, free)

@@ -157,7 +157,9 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
              ("quality beyond its band", v.quality_fail),
              ("the bound is below the min_gain threshold", v.theory_low),
              ("no kernel reads the new format", v.kernel_missing),
-             ("the end-to-end gain is below the min_gain threshold", v.e2e_low & ~v.theory_low & ~v.kernel_missing),
+             ("the end-to-end gain is below the min_gain threshold",
+              v.e2e_low & ~v.theory_low & ~v.kernel_missing & ~v.no_regret),
+             ("no gain the model resolves there", v.e2e_low & ~v.theory_low & v.no_regret),
              ("no quality figure for the gate", np.full(len(m), v.quality_untested) & np.isnan(v.measured_quality)),
              ("no long-context (needle-in-a-haystack) evaluation", v.long_untested),
              ("the SLO is missed", v.slo_missed)]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.decision import Decision
-from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE
+from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE, REGRESSION_TOLERANCE
 from ..inputs.claim import Claim, QualityFigure
 from ..inputs.registry import LONG_CONTEXT, claim_classes, classes, incumbent_classes, registry
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
@@ -16,7 +16,7 @@ from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
 from ..model.quality import QualityStanding
-from ..model.verdicts import Verdicts, conflicts
+from ..model.verdicts import Verdicts, conflicts, simulated
 
 
 def _incumbent_name(claim: Claim) -> str:
@@ -46,7 +46,8 @@ _FIELDS = {
     "quality_band": lambda m, g, v: v.quality_band, "far_model": lambda m, g, v: v.far_model,
     "integration": lambda m, g, v: v.integration, "beyond_window": lambda m, g, v: v.beyond_window,
     "incumbent_low": lambda m, g, v: v.incumbent_low, "over_incumbent": lambda m, g, v: v.over_incumbent,
-    "unproven": lambda m, g, v: v.unproven_integration,
+    "unproven": lambda m, g, v: v.unproven_integration, "no_regret": lambda m, g, v: v.no_regret,
+    "simulated": lambda m, g, v: simulated(m),
     "base_gpus": lambda m, g, v: g.base_gpus,
     "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s,
     "context": lambda m, g, v: m.context,
@@ -197,12 +198,23 @@ def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts) -> list[str]:
         why = ("switched off where it does not pay" if not r["switched_on"] else
                "no gain outside the step either" if r["base_util"] == r["claim_util"] and untouched
                else "kernel efficiency and overhead eat the bound")
-        if r["claim_tp"] > r["base_tp"]:
+        if r["no_regret"]:
+            out.append(f"end-to-end gain {fmt_ratio(r['e2e'])}: no gain the model resolves here (an exact change "
+                       f"an engine ships needs only more than 1.00×)")
+        elif r["claim_tp"] > r["base_tp"]:
             out.append(f"GPU-time per request gains {fmt_ratio(r['base_req'] / r['claim_req'])}, below the "
                        f"{fmt_ratio(mg, 2)} threshold: the step is {fmt_ratio(r['e2e'])} faster on "
                        f"{r['claim_tp'] / r['base_tp']:g}× the GPUs")
         else:
             out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} threshold ({why})")
+    if r["no_regret"] and not r["e2e_low"] and not r["theory_low"] and r["e2e"] < mg:
+        out.append(f"end-to-end gain {fmt_ratio(r['e2e'])} is below the {fmt_ratio(mg, 2)} a reproduction must "
+                   f"clear, but the change is exact and its kernel ships in an engine: nothing to reproduce, "
+                   f"nothing to lose (no regret)")
+    if r["simulated"] and math.isfinite(r["e2e"]) and abs(r["e2e"] - 1.0) <= REGRESSION_TOLERANCE \
+            and r["e2e"] != 1.0:
+        out.append(f"the simulated {fmt_ratio(r['e2e'])} is within the serving simulation's resolution "
+                   f"(±{REGRESSION_TOLERANCE * 100:g} % of the rate at the SLO): no change")
     if quality_untested and not math.isfinite(measured_q):
         out.append("the card reports no quality retained: the quality gate cannot be checked")
     if r["far_model"]:

@@ -3,8 +3,7 @@ that table equal to this one); the thresholds are read from defaults.py, so the 
 
 from __future__ import annotations
 
-from ..analysis.decision import REGRESSION_TOLERANCE
-from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE
+from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE, REGRESSION_TOLERANCE
 
 _PPL_GATE, _PPL_BAND = f"+{PERPLEXITY_GATE * 100:g} %", f"+{PERPLEXITY_BAND * 100:g} %"
 
@@ -29,7 +28,11 @@ CELL_RULES: tuple[tuple[str, str, str], ...] = (
     ("", "a KV-cache format whose kernel is the paper's alone (below) **and** no quality figure at all: the "
          "integration's cost is certain and its quality unknown", "mechanism property `kv_format`; evidence kind"),
     ("", "the end-to-end gain is below `min_gain` with a kernel present; a change that serves on more GPUs "
-         "(tensor parallelism) is judged by GPU-seconds per request", "workload: GPUs, `min_gain`"),
+         "(tensor parallelism) is judged by GPU-seconds per request. `min_gain` is the bar a reproduction must "
+         "clear: for an exact change whose kernel an engine already ships (no regret) the bar, here and for the "
+         f"bound, is 1.00×, or {REGRESSION_TOLERANCE * 100:g} % above it on a workload with traffic (the "
+         "simulation's resolution)",
+     "workload: GPUs, `min_gain`, traffic; evidence kind: `quality.retained` 1.0, `implementation.kernel_in`"),
     ("CONDITIONAL", "the gain needs a kernel that reads the new format (`kernel: false`)",
      "evidence kind: implementation"),
     ("", f"quality unreported, within the band (a perplexity increase of {_PPL_GATE} to {_PPL_BAND}, the worst "
@@ -49,8 +52,8 @@ DECISION_RULES: tuple[str, ...] = (
     "**NO-GO** when the method cannot run in the stack that serves half the requests or more;",
     "**NO-GO**, naming the blocker, when no request is GO or CONDITIONAL (stack, quality, evidence, the "
     "incumbent, unproven integration, the bound — the first that applies);",
-    "**GO, no regret**: exact (quality retained 1.0), never slower on any workload, some GO requests and no "
-    "CONDITIONAL ones;",
+    "**GO, no regret**: exact (quality retained 1.0), never slower on any workload (one with traffic within "
+    f"{REGRESSION_TOLERANCE * 100:g} %, the simulation's resolution), some GO requests and no CONDITIONAL ones;",
     "**GO**: the fleet gain — over the incumbent where the class has one — clears `min_gain`, some requests are "
     "GO, no workload where the feature is switched on carries a condition, none fails quality, evidence or the "
     f"stack, nothing stops fitting and no workload is more than {REGRESSION_TOLERANCE * 100:g} % slower;",

@@ -117,7 +117,7 @@ def environment() -> Any:
         "tps": lambda x: "—" if x is None else f"{x:,.1f} tok/s",
         "int": lambda x: "—" if x is None else f"{x:,}",
         "num": lambda x: "—" if x is None or x != x else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}",
-        "hours": lambda x: "—" if x is None else f"{x:,.0f} GPU-hours",
+        "hours": lambda x: "—" if x is None else f"{x + 0.0 if round(x) != 0 else 0.0:,.0f} GPU-hours",
         "count": lambda n, noun: f"{n:g} {noun}" + ("" if n == 1 else "s"),
         "setting": setting_text,
     })
