@@ -1,4 +1,5 @@
-"""`triage new`: write a commented claim card for one direction; never overwrites."""
+"""`triage new`: write a commented claim card for one direction; never overwrites, writes atomically
+through the guard and writer of `run -o`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, UserError
+from ..io.files import check_target, write_atomic_all
 from ..io.resources import resource_dir
 from ..report.scaffold import card_text
 from .common import FILE, guard, info
@@ -42,13 +44,10 @@ def command(direction: str, card_id: str, output: Path | None) -> None:
         raise UserError([Problem("--id", path="", message=(
             f"{card_id!r} is not a card id: lowercase letters, digits, '.', '_', '+', '-'"))])
     target = output or Path("claims") / f"{card_id}.yaml"
-    if target.exists():
+    if os.path.lexists(target):          # even a card triage wrote: it is the user's once written
         raise UserError([Problem(str(target), path="", message="exists: triage new never overwrites a card")])
+    check_target(target, (), force=False, parents=True)   # run -o's guard, before any directory is made
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with target.open("x", encoding="utf-8") as fh:
-            fh.write(card_text(card_id, direction).replace("../schemas/", _schema_prefix(target)))
-    except FileExistsError:
-        raise UserError([Problem(str(target), path="", message="exists: triage new never overwrites a card")]) \
-            from None
+    # run -o's atomic writer: a full disk leaves no empty card behind to block the rerun
+    write_atomic_all([(target, card_text(card_id, direction).replace("../schemas/", _schema_prefix(target)))])
     info(f"wrote {target}: fill in the TODOs, then `triage validate {target}`")

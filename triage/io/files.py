@@ -57,16 +57,18 @@ def _remember(target: Path) -> None:
         pass
 
 
-def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
+def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool, parents: bool = False) -> None:
     """Refuse a target that is not (or would not be) a regular file, an input of the run, a foreign file
-    (without force), or in no directory. Devices, pipes, sockets, symbolic links and /proc, /sys, /dev
-    paths are refused even with --force."""
+    (without force), or in no directory (``parents``: the caller makes the missing directories after this
+    check). Devices, pipes, sockets, symbolic links and /proc, /sys, /dev paths (as written or as resolved:
+    /dev/shm is refused wherever it points) are refused even with --force."""
     label = str(target)
     if not label or label == "-":
         raise UserError([Problem(label or "''", path="", message="not a file name (leave -o out for stdout)")])
-    real = os.path.realpath(target)
-    if real == "/" or any(real == root or real.startswith(root + "/") for root in _SYSTEM):
+    paths = (os.path.abspath(target), os.path.realpath(target))
+    if any(p == "/" or p == root or p.startswith(root + "/") for p in paths for root in _SYSTEM):
         raise UserError([Problem(label, path="", message="is a system path; triage writes only regular files")])
+    real = paths[1]
     try:
         st = os.lstat(target)
     except FileNotFoundError:
@@ -88,7 +90,7 @@ def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> N
             raise UserError([Problem(label, path="", message=(
                 "exists and was not written by triage (or changed since); pass --force to overwrite it"))])
     directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
+    if not parents and not directory.is_dir():
         raise UserError([Problem(label, path="", message=f"no such directory: {directory}")])
 
 

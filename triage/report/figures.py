@@ -1,9 +1,10 @@
 """The memo's pictures as hand-written SVG, in one style: a roofline, a gain heatmap, latency–throughput.
 
 SVG is text: no plotting library to install or import (triage run stays fast), and the files are
-byte-identical across runs. Every piece of text goes through one layout (Canvas) that measures it,
-keeps it inside the canvas and away from every other text, moving a point's label around the point or
-replacing it by a number with a legend entry when it cannot fit: no label overlaps or is clipped.
+byte-identical across runs. Every piece of text goes through one layout (Canvas) that cuts it to
+LIMITS.name_chars (a hostile title costs what a long one does), measures it in one pass, keeps it inside
+the canvas and away from every other text, moving a point's label around the point or replacing it by a
+number with a legend entry when it cannot fit: no label overlaps or is clipped.
 All text sits in one group (``<g id="labels">``) so a test can render the figure with and without it
 and check that every inked pixel of the text lies inside its measured box.
 """
@@ -11,10 +12,12 @@ and check that every inked pixel of the text lies inside its measured box.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
+from ..defaults import LIMITS
 from ..errors import Problem, UserError
 
 _XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
@@ -23,6 +26,12 @@ _XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 def escape(text: str) -> str:
     """Text safe inside an SVG element (xml.sax.saxutils.escape costs a 48 ms import of urllib at start-up)."""
     return text.translate(_XML)
+
+
+def cut(text: str) -> str:
+    """``text`` cut to LIMITS.name_chars characters with '…': a title or a name is laid out at a bounded length,
+    however long the card or workload file made it."""
+    return text if len(text) <= LIMITS.name_chars else text[:LIMITS.name_chars - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class Canvas:
         self.texts: list[str] = []
         self.boxes: list[tuple[Box, str]] = []
         self.legend: list[tuple[str, str, str]] = []          # (swatch kind, colour, text)
-        for n, line in enumerate(self._wrap(title, style.title_size, style.width - 16)[:2]):
+        for n, line in enumerate(self._wrap(cut(title), style.title_size, style.width - 16)[:2]):
             self.text(style.width / 2, 18 + n * style.title_size * 1.3, line, anchor="middle",
                       size=style.title_size, free=True)
         self.text((self.x0 + self.x1) / 2, style.height - 8, xlabel, anchor="middle", free=True)
@@ -96,51 +105,77 @@ class Canvas:
                            f'height="{self.y1 - self.y0}" fill="none" stroke="{style.frame}"/>')
 
     def _wrap(self, text: str, size: float, width: float, most: int = 2) -> list[str]:
-        words: list[str] = []
-        for word in text.split():                       # a word wider than the line breaks after a hyphen
-            while self.measure(word, size) > width and len(word) > 1:
-                cut = max(k for k in range(1, len(word)) if self.measure(word[:k], size) <= width) \
-                    if self.measure(word[:1], size) <= width else 1
-                hyphen = word.rfind("-", 0, cut)
-                cut = hyphen + 1 if hyphen > 0 else cut
-                words.append(word[:cut])
-                word = word[cut:]
-            words.append(word)
-        lines, line = [], ""
-        for w in words:
-            if line and self.measure(f"{line} {w}", size) > width:
+        """``text`` in at most ``most`` lines of ``width`` pixels, the last ending ' …' when more would be needed.
+        Linear in the text: each word is measured as it is added to a line, never a growing prefix again."""
+        space = self._em(" ")
+        lines, line, line_em = [], "", 0.0
+        for w in self._pieces(text, size, width):
+            if line:
+                em = line_em + space
+                for ch in w:
+                    em += self._em(ch)
+                if em * size <= width:
+                    line, line_em = f"{line} {w}", em
+                    continue
                 lines.append(line)
-                line = w
-            else:
-                line = f"{line} {w}".strip()
+            line, line_em = w, self.measure(w, 1.0)
+            if len(lines) == most:                  # the rest cannot be shown: stop reading it
+                break
         lines.append(line)
         if len(lines) > most:
             last = lines[most - 1]
-            while self.measure(last + " …", size) > width and " " in last:
-                last = last.rsplit(" ", 1)[0]
-            lines = lines[:most - 1] + [last + " …"]
+            widths = list(accumulate(map(self._em, last), initial=0.0))   # widths[k]: last[:k], in em
+            k, gap = len(last), last.rfind(" ")
+            while (widths[k] + space + self._em("…")) * size > width and gap >= 0:
+                k, gap = gap, last.rfind(" ", 0, gap)
+            lines = lines[:most - 1] + [last[:k] + " …"]
         return lines
 
+    def _pieces(self, text: str, size: float, width: float) -> Iterator[str]:
+        """The words of ``text``; a word wider than the line broken into line-wide pieces, after its last hyphen
+        where the piece has one. Each scan covers at most one line's characters."""
+        for word in text.split():
+            start = 0
+            while len(word) - start > 1:
+                em, end = 0.0, start
+                while end < len(word) and (step := em + self._em(word[end])) * size <= width:
+                    em, end = step, end + 1
+                if end == len(word):                # the rest fits on one line
+                    break
+                end = max(end, start + 1)           # a character wider than the line stands alone
+                hyphen = word.rfind("-", start + 1, end)
+                end = hyphen + 1 if hyphen >= 0 else end
+                yield word[start:end]
+                start = end
+            yield word[start:]
+
+    def _em(self, ch: str) -> float:
+        """One character's conservative advance in DejaVu Sans (em): wide capitals and symbols, East Asian
+        characters and narrow punctuation each at their class's advance."""
+        if ord(ch) >= 0x1100:
+            return 1.0                                  # CJK and other wide scripts
+        if ch in "MWmw@%":
+            return 1.0
+        if ch.isupper() or ch in "#&":
+            return 0.78
+        if ch in "il.,:;|'!":
+            return 0.35
+        return self.s.char_em
+
     def measure(self, text: str, size: float | None = None) -> float:
-        """A conservative width of ``text`` in DejaVu Sans: wide capitals and symbols, East Asian characters
-        and narrow punctuation each at their class's advance (em)."""
+        """A conservative width of ``text`` in DejaVu Sans: the sum of its characters' advances (``_em``)."""
         em = 0.0
         for ch in text:
-            if ord(ch) >= 0x1100:
-                em += 1.0                               # CJK and other wide scripts
-            elif ch in "MWmw@%":
-                em += 1.0
-            elif ch.isupper() or ch in "#&":
-                em += 0.78
-            elif ch in "il.,:;|'!":
-                em += 0.35
-            else:
-                em += self.s.char_em
+            em += self._em(ch)
         return em * (size or self.s.size)
 
     def box(self, x: float, y: float, text: str, anchor: str, size: float, rotate: bool = False) -> Box:
         """The extent of ``text`` drawn at (x, y) (baseline) with ``anchor``."""
-        w, h = self.measure(text, size), size * 1.25
+        return self._extent(x, y, self.measure(text, size), anchor, size, rotate)
+
+    def _extent(self, x: float, y: float, w: float, anchor: str, size: float, rotate: bool) -> Box:
+        """The extent of a text ``w`` pixels wide drawn at (x, y) (baseline) with ``anchor``."""
+        h = size * 1.25
         left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
         if rotate:                                  # rotated -90° about (x, y): the box turns
             return Box(x - size * 1.0, y - w / 2, x + size * 0.3, y + w / 2)
@@ -155,21 +190,32 @@ class Canvas:
     def text(self, x: float, y: float, text: str, anchor: str = "start", size: float | None = None,
              color: str | None = None, rotate: bool = False, free: bool = False) -> bool:
         """Draw ``text`` if it fits (inside, apart from every other text); ``free``: the caller has reserved
-        room (titles), drawn shortened to the canvas if it is too long."""
+        room (titles), drawn shortened to the canvas if it is too long. Every text is cut to LIMITS.name_chars
+        first."""
         size = size or self.s.size
+        text = cut(text)
         b = self.box(x, y, text, anchor, size, rotate)
         if not self.fits(b, legend=free):
             if not free:
                 return False
-            while len(text) > 4 and not (b.x0 >= 1 and b.x1 <= self.s.width - 1):
-                text = text[:-2] + "…"
-                b = self.box(x, y, text, anchor, size, rotate)
+            text, b = self._shorten(x, y, text, anchor, size, rotate, b)
         self.boxes.append((b, text))
         turn = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if rotate else ""
         self.texts.append(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size:g}" '
                           f'fill="{color or self.s.text}"{turn} data-box="{b.x0:.1f} {b.y0:.1f} {b.x1:.1f} '
                           f'{b.y1:.1f}">{escape(text)}</text>')
         return True
+
+    def _shorten(self, x: float, y: float, text: str, anchor: str, size: float, rotate: bool,
+                 b: Box) -> tuple[str, Box]:
+        """``text`` and its box, its end replaced by '…' until the box lies across the canvas (at least 4
+        characters kept): one pass over the widths of its prefixes, not a re-measure per character dropped."""
+        widths = list(accumulate(map(self._em, text), initial=0.0))     # widths[k]: text[:k], in em
+        keep = len(text)
+        while keep > 4 and not (b.x0 >= 1 and b.x1 <= self.s.width - 1):
+            keep -= 1                                   # text[:keep - 1] + "…"
+            b = self._extent(x, y, (widths[keep - 1] + self._em("…")) * size, anchor, size, rotate)
+        return (text if keep == len(text) else text[:keep - 1] + "…"), b
 
     def place(self, x: float, y: float, text: str, color: str | None = None, size: float | None = None) -> bool:
         """A point's label at the first free spot around (x, y), in growing rings."""
@@ -188,6 +234,7 @@ class Canvas:
 
     def label_point(self, x: float, y: float, text: str, color: str) -> None:
         """Label a point; where no spot is free, a number beside it and the text in the legend."""
+        text = cut(text)
         if self.place(x, y, text, color):
             return
         n = sum(1 for kind, _, _ in self.legend if kind == "number") + 1
@@ -219,7 +266,7 @@ class Canvas:
         in one group."""
         x, y = self.x1 + 14, self.y0 + 4
         for kind, color, text in self.legend:
-            lines = self._wrap(text, self.s.small, self.s.right - 36, most=8)
+            lines = self._wrap(cut(text), self.s.small, self.s.right - 36, most=8)
             while any(self.box(x + 20, y + 8 + 12 * k, line, "start", self.s.small).overlaps(o)
                       for k, line in enumerate(lines) for o, _ in self.boxes):
                 y += 6                                  # below a tick label that reaches into the column
