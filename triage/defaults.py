@@ -32,8 +32,10 @@ class Limits:
     stacked_cards: int = _limit(16, "cards one stack may load, nested stacks included")
     calibration_rows: int = _limit(10_000, "rows of one calibration file")
     serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")
-    serving_work: int = _limit(10_000_000, "requests one run may simulate: every rate, the rate search and both sides "
-                                           "of every model and chip with traffic (a few minutes)")
+    serving_work: int = _limit(250_000_000, (
+        "token-steps one run may simulate (model/serving.py: an output token 1, an iteration 100 plus 2 for each "
+        "sequence it visits), every rate, the rate search and both sides of every model and chip with traffic; "
+        "charged as it is spent, so a run stops within about 30 s on a 2-core machine"))
     problems_shown: int = _limit(20, "problems printed for one command (then 'and N more')")
     name_chars: int = _limit(120, "characters of a file name or a value quoted in an error (then '…')")
     memo_cells: int = _limit(200, "cells listed in a memo (the JSON and a sweep hold all of them)")
@@ -61,6 +63,13 @@ PAPER_CONTEXTS = (1024, 4096, 32768, 131072, 1048576)  # searched when the card 
 CROSSOVER_CONTEXTS = np.array(sorted({2 ** n for n in range(8, 21)} | {3 * 2 ** (n - 1) for n in range(8, 20)}))
 CROSSOVER_BATCHES = np.array([1, 4, 16, 64])
 SLO_BATCHES = 2 ** np.arange(0, 12)                  # 1 … 2048: throughput at the SLO
+
+# The serving simulation: the request rates it considers (requests/s; the schema's bounds on `rate`), the
+# fewest measured requests (after the warm-up) for a rate to be called served: with one, "completions keep up
+# with arrivals" holds at any rate; nine is what the schema's fewest requests (10) keep under the default 10 %
+# warm-up.
+SERVING_RATE_MIN, SERVING_RATE_MAX = 1e-6, 1e6
+SERVING_MIN_MEASURED = 9
 
 # A workload more than this fraction slower with the claim is a regression; a SIMULATED workload (one with
 # traffic) within it of 1.0x counts as no change. Assumption, from a measurement: the serving simulation's

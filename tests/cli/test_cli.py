@@ -110,7 +110,7 @@ def test_validate_lists_every_problem_and_the_claims_are_clean(runner):
     problems = json.loads(res.stdout)
     assert len(problems) == 5
     assert problems[0] == {"file": str(bad / "many-errors.yaml"), "line": 3, "col": 12, "path": "$.direction",
-                           "message": "expected one of attention, cache, weights, decoding, system; got 'cach' "
+                           "message": "expected one of attention, cache, weights, decoding, system; got other text "
                                       "(did you mean 'cache'?)"}
 
 

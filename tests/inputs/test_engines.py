@@ -50,7 +50,7 @@ def test_a_profile_by_path_and_an_unknown_engine(tmp_path):
     plain = cell({"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]})
     mine = cell(w)
     assert mine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / 0.5 + 0.002, rel=0.02)
-    with pytest.raises(triage.UserError, match="unknown engine 'vlm' \\(did you mean 'vllm'\\?\\)"):
+    with pytest.raises(triage.UserError, match="engine: unknown engine \\(did you mean 'vllm'\\?\\)"):
         cell({"workloads": [{"name": "w", "context": 1024, "engine": "vlm"}]})
 
 

@@ -135,7 +135,7 @@ def test_workload_file_and_card_setting_name_configs_by_relative_path(tmp_path):
     ('{"model_type": "llama", "hidden_size": 4096}',
      "$.num_attention_heads: config.json (model_type llama) has no 'num_attention_heads', which triage needs"),
     ('{"num_hidden_layers": NaN}', "$: JSON: NaN is not a number JSON allows"),
-    ('{"a": 1, "a": 2}', "$: JSON: duplicate key 'a'"),
+    ('{"a": 1, "a": 2}', "$: JSON: duplicate key (one object gives a key twice)"),
     ('[1, 2]', "$: expected a JSON object (a Hugging Face config.json)"),
     ('{"model_type": "x",', "1:20 $: JSON: Expecting property name enclosed in double quotes"),
 ])

@@ -115,12 +115,16 @@ def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
 
 
 def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path):
-    # 1,000,000 requests x (4 rates + a rate search of 29 runs) x 2 sides = 66 million simulated requests; a card
-    # whose kernels the sensitivity analysis moves (2x KV: 3 efficiencies, a kernel or not) simulates it 6 times
+    # By hand, in token-steps (model/serving.py: an output token 1, an iteration 100): 1,000,000 requests of 128
+    # output tokens, each a prefill and two events; continuous (the baseline) 128 + 3 x 100 = 428 a request;
+    # Sarathi's chunked budget 512 beside 256 sequences leaves 257 tokens, so a 512-token prompt is 2 iterations:
+    # 128 + 4 x 100 = 528. x (4 rates + a rate search of 29 runs): (428 + 528) x 1e6 x 33 = 31,548,000,000. A card
+    # whose kernels the sensitivity analysis moves (2x KV: 3 efficiencies, a kernel or not) simulates 6 times:
+    # 2 x 428 x 1e6 x 33 x 6 = 169,488,000,000
     w = workload(tmp_path, {"rates": [1, 2, 3, 4], "requests": 1_000_000, "slo": {"ttft": "2 s"}})
-    for card, work in (("sarathi-serve.yaml", "66,000,000"), ("kv2x.yaml", "396,000,000")):
+    for card, work in (("sarathi-serve.yaml", "31,548,000,000"), ("kv2x.yaml", "169,488,000,000")):
         res = CliRunner().invoke(main, ["run", str(CLAIMS / card), "-w", str(w)])
-        assert res.exit_code == 1 and f"{work} simulated requests" in res.output and "serving_work" in res.output
+        assert res.exit_code == 1 and f"{work} simulated token-steps" in res.output and "serving_work" in res.output
 
 
 @pytest.mark.parametrize("traffic,message", [

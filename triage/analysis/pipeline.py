@@ -98,7 +98,8 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
-    served, g = serving.price(m, claim, g)                          # a workload's traffic: the queue
+    work = serving.budget()                                         # simulated token-steps, run-wide
+    served, g = serving.price(m, claim, g, work=work, variants=analyse)   # a workload's traffic: the queue
     shipped = incumbent.price(m, claim, g, models)                  # what engines already ship in its place
     inc_s = shipped.request_s if shipped is not None else None
     v = verdicts.decide(m, claim, g, incumbent_request_s=inc_s)     # judge
@@ -143,6 +144,6 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             "steps are priced unchanged; give a workload traffic: and a scheduler: (e.g. examples/serving-conv.yaml) "
             "to price it")})
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
-                      regions.analyse(claim, m, models, served) if analyse else None, baseline=overrides,
+                      regions.analyse(claim, m, models, served, work) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
                       incumbent=shipped)

@@ -19,6 +19,7 @@ from ..inputs.registry import changes_format, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, verdicts
 from ..model.matrix import Matrix
+from ..model.serving import Budget
 from . import decision, serving
 
 
@@ -180,8 +181,8 @@ def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
     return out
 
 
-def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None
-                ) -> tuple[Sensitivity, ...]:
+def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
+                work: Budget | None = None) -> tuple[Sensitivity, ...]:
     """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
     takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
     simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise)."""
@@ -190,7 +191,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         g = layers.compute(m, variant, models)
         if served:
             same = name == "quality retained" or not touched_groups(claim.change)
-            g = serving.price(m, variant, g, served if same else None)[1]
+            g = serving.price(m, variant, g, served if same else None, work)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
         rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
@@ -232,7 +233,8 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
                     slo if np.isfinite(slo) else None)
 
 
-def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None) -> Analysis:
+def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
+            work: Budget | None = None) -> Analysis:
     """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
-                    sensitivity(claim, m, models, served), frontier(claim, m, models))
+                    sensitivity(claim, m, models, served, work), frontier(claim, m, models))

@@ -10,27 +10,28 @@ arrival), so above capacity it stops at what the engine completes while the queu
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..defaults import LIMITS, SERVING_MEMO_RUNS
+from ..defaults import LIMITS, SERVING_MEMO_RUNS, SERVING_MIN_MEASURED, SERVING_RATE_MAX, SERVING_RATE_MIN
 from ..errors import Problem, UserError
 from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
 from ..inputs.registry import changes_format, touched_groups
 from ..inputs.traffic import Lengths, Scheduler, Traffic
+from ..inputs.workloads import Settings
 from ..model import layers
 from ..model.iteration import IterationCost, iteration_cost
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
-from ..model.serving import Outcome, Requests, simulate
+from ..model.serving import ITERATION_STEPS, Budget, Outcome, Requests, simulate
 
 STABLE = 0.9                  # completions per arrival, at least, for a rate to count as served
 SEARCH_STEPS = 8              # bisection steps of the largest rate at the SLO (0.4 % of the bracket)
 DOUBLINGS = 20                # the search's doublings (or quarterings) from the largest rate, at most
-RATE_MIN, RATE_MAX = 1e-6, 1e6  # requests/s: the rates a search considers (the schema's bounds)
+RATE_MIN, RATE_MAX = SERVING_RATE_MIN, SERVING_RATE_MAX   # requests/s: the rates a search considers
 
 
 def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -69,6 +70,9 @@ def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
         arrival = np.cumsum(rng.gamma(shape, 1.0 / (rate * shape), n))
     else:
         arrival = np.cumsum(rng.exponential(1.0 / rate, n))
+    if not np.all(np.isfinite(arrival)) or np.any(np.diff(arrival) < 0):
+        raise ValueError(f"the arrival times at {rate:g} requests/s are not finite, ordered times (the gaps "
+                         f"overflow when scaled to the rate)")
     room = max(np.floor(FIT * max_tokens) - 16.0, 2.0)
     output = np.clip(output, 1.0, room - 1.0)
     prompt = np.clip(prompt, 1.0, np.maximum(room - output, 1.0))
@@ -96,6 +100,8 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> di
     the simulation was told which requests are measured (Side.run does)."""
     n = len(req)
     start = int(np.floor(traffic.warmup * n))
+    if n - start < SERVING_MIN_MEASURED:
+        raise ValueError(f"{n - start} measured requests after the warm-up; a rate needs {SERVING_MIN_MEASURED}")
     keep = np.arange(start, n)
     window = (float(req.arrival[start]), float(req.arrival[-1]))
     span = max(window[1] - window[0], 1e-12)
@@ -166,6 +172,7 @@ class Side:
     scheduler: Scheduler
     window: float = float("inf")      # the model's trained context: no request runs longer
     tp: int = 1                       # GPUs of one instance (tensor parallel)
+    budget: Budget = field(default_factory=Budget, compare=False)   # the run's token-steps left (serving_work)
 
     def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
         """The statistics of one rate; a run already simulated with the same inputs is taken from the memo
@@ -176,7 +183,8 @@ class Side:
             return copy.deepcopy(hit[1])
         req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
         measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
-        out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured), traffic, rate)
+        out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
+                         traffic, rate)
         if len(_MEMO) >= SERVING_MEMO_RUNS:
             _MEMO.pop(next(iter(_MEMO)))
         _MEMO[key] = (traffic, copy.deepcopy(out))   # the traffic is kept alive with its entry: its id stays its own
@@ -272,24 +280,47 @@ def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") 
                           at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
 
 
-def _check_work(m: Matrix, claim: Claim) -> None:
-    """A run's simulated requests, bounded before any is simulated (limit serving_work)."""
+def work(side: Side, traffic: Traffic) -> float:
+    """Token-steps one simulation of ``traffic`` on ``side`` takes at least (model/serving.py's costs): every
+    output token, and each request's prefill iterations and the two events (arrival, completion) that end a run
+    of decode steps. A chunked prompt takes ceil(prompt / room) iterations, room being what the budget leaves
+    beside the other running sequences' decodes (at least one token). The sequences each iteration visits are
+    charged as the simulation runs (Budget)."""
+    req = requests(traffic, 1.0, min(side.cost.kv_tokens, side.window))
+    s = side.scheduler
+    if s.policy == "chunked":
+        prefills = float(np.ceil(req.prompt / max(s.token_budget - s.max_seqs + 1, 1)).sum())
+    else:
+        prefills = float(len(req))
+    return float(req.output.sum()) + (prefills + 2.0 * len(req)) * ITERATION_STEPS
+
+
+def _check_work(m: Matrix, claim: Claim, sides: dict[tuple[int, int, int], tuple[Side, Side]],
+                variants: bool) -> None:
+    """A run's simulated token-steps (work), bounded before any request is simulated (limit serving_work);
+    ``variants``: the sensitivity analysis will simulate its variants too."""
     def runs(t: Traffic) -> int:
         searched = t.slo_ttft_s is not None or t.slo_tbt_s is not None or t.slo_tpot_s is not None
         return len(t.rates) + (SEARCH_STEPS + DOUBLINGS + 1 if searched else 0)
 
     # the sensitivity analysis simulates again each variant that moves a kernel of the card's (regions.py)
     spec = claim.change.get("speculative", {})
-    again = 1 + (3 + 2 * changes_format(claim.change) + 4 * ("acceptance" in spec) if touched_groups(claim.change)
-                 else 0)
-    work = again * sum(b.traffic.requests * runs(b.traffic) * 2
-               * len({(int(m.model_idx[i]), int(m.hardware_idx[i])) for i in np.flatnonzero(m.block_idx == k)})
-               for k, b in enumerate(m.blocks) if b.traffic is not None)
-    if work > LIMITS.serving_work:
+    again = 1 + (3 + 2 * changes_format(claim.change) + 4 * ("acceptance" in spec)
+                 if variants and touched_groups(claim.change) else 0)
+    total = 0.0
+    for (b, _, _), pair in sides.items():
+        t = m.blocks[b].traffic
+        assert t is not None
+        try:
+            total += again * runs(t) * sum(work(side, t) for side in pair)
+        except ValueError as exc:
+            raise UserError([_at(m.blocks[b], str(exc))]) from None
+    if total > LIMITS.serving_work:
         raise UserError([Problem(m.source, path="$.workloads", message=(
-            f"the traffic blocks ask for up to {work:,} simulated requests (requests x (rates + the rate search) x "
-            f"2 sides x models and chips); a run simulates at most {LIMITS.serving_work:,} (limit serving_work): "
-            f"fewer requests or rates"))])
+            f"the traffic blocks ask for at least {total:,.0f} simulated token-steps (every output token and "
+            f"{ITERATION_STEPS} an iteration, x (rates + the rate search) x 2 sides x models and chips); a run "
+            f"simulates at most {LIMITS.serving_work:,} (limit serving_work, about 30 s of simulation): fewer "
+            f"requests, rates or output tokens"))])
 
 
 def _pairs(m: Matrix) -> dict[tuple[int, int, int], int]:
@@ -300,40 +331,65 @@ def _pairs(m: Matrix) -> dict[tuple[int, int, int], int]:
     return {(int(m.block_idx[i]), int(m.model_idx[i]), int(m.hardware_idx[i])): int(i) for i in sorted(cells[first])}
 
 
-def _simulate(m: Matrix, claim: Claim, g: Gaps) -> Results:
-    """Baseline and claim of every (block, model, chip) with traffic, simulated."""
-    _check_work(m, claim)
+def _at(block: Settings, message: str) -> Problem:
+    """A problem of a workload's traffic, addressed to its file, line and path (its name where it has none)."""
+    if block.traffic_at is not None:
+        return replace(block.traffic_at, message=f"workload {block.name!r}: {message}")
+    return Problem(block.name, path="$.traffic", message=message)
+
+
+def budget() -> Budget:
+    """The token-steps one run may simulate (limit serving_work), to share between its simulations."""
+    return Budget(LIMITS.serving_work, LIMITS.serving_work)
+
+
+def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, variants: bool) -> Results:
+    """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``."""
     change = traffic_mod.parse_change(claim)
-    results: Results = {}
+    sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
     for (b, mi, hi), i in _pairs(m).items():
         block = m.blocks[b]
-        assert block.traffic is not None
         where = f"{m.models[mi].key} on {m.hardware[hi].key}"
         window = float(m.models[mi].max_context or np.inf)
         tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
-        base = Side(cell_cost(m, claim, g, i, "baseline"), traffic_mod.scheduler(block.scheduler), window, tp_b)
-        new = Side(cell_cost(m, claim, g, i, "claim"), traffic_mod.scheduler({**block.scheduler, **change}),
-                   window, tp_c)
+        merged = {**block.scheduler, **change}
+        wrong = traffic_mod.scheduler_problem(merged)
+        if wrong:
+            raise UserError([Problem(claim.file, path="$.change.scheduler", message=f"on workload {block.name!r}: "
+                                                                                    f"{wrong}")])
+        base = Side(cell_cost(m, claim, g, i, "baseline"), traffic_mod.scheduler(block.scheduler), window, tp_b,
+                    budget)
+        new = Side(cell_cost(m, claim, g, i, "claim"), traffic_mod.scheduler(merged), window, tp_c, budget)
         for side in (base, new):
             if side.cost.kv_tokens < 2 * side.scheduler.block_size:
-                raise UserError([Problem(block.name, path="$.traffic", message=(
+                raise UserError([_at(block, (
                     f"{where}: the weights leave no room for a request's KV cache ({side.cost.kv_tokens:,.0f} "
                     f"tokens); more GPUs (tp) or a smaller model"))])
+        sides[(b, mi, hi)] = (base, new)
+    _check_work(m, claim, sides, variants)
+    results: Results = {}
+    for (b, mi, hi), (base, new) in sides.items():
+        block = m.blocks[b]
+        assert block.traffic is not None
         try:
             results[(b, mi, hi)] = serve(base, new, block.traffic)
         except ValueError as exc:
-            raise UserError([Problem(block.name, path="$.traffic", message=f"{where}: {exc}")]) from None
+            where = f"{m.models[mi].key} on {m.hardware[hi].key}"
+            raise UserError([_at(block, f"{where}: {exc}")]) from None
     return results
 
 
-def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None) -> tuple[Results, Gaps]:
+def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None,
+          variants: bool = False) -> tuple[Results, Gaps]:
     """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
     `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
     GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
-    inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating."""
+    inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating.
+    ``work``: the run's budget (shared with its sensitivity variants); ``variants``: the estimate before the
+    run counts the variants the sensitivity analysis will simulate."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g)
+    results = known if known is not None else _simulate(m, claim, g, work or budget(), variants)
     gain = np.full(len(m), np.nan)
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
     claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)

@@ -11,7 +11,7 @@ from ..defaults import LIMITS, PAPER_HARDWARE
 from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
-from . import units
+from . import traffic as traffic_mod
 from .claim import Claim, QualityFigure
 from .hfconfig import is_config_path, load_model
 from .specs import Model
@@ -42,8 +42,8 @@ def _models(doc: Document, cat: catalog_mod.Catalog, problems: list[Problem]) ->
             except UserError as err:
                 problems += err.problems
         elif name not in cat.models:
-            problems.append(doc.problem(where, f"unknown model {name!r}{did_you_mean(name, cat.models)}; define "
-                                               f"it with --catalog or in the workload file's models:"))
+            problems.append(doc.problem(where, f"unknown model{did_you_mean(name, cat.models)}; define it with "
+                                               f"--catalog or in the workload file's models:"))
     return out
 
 
@@ -56,15 +56,12 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
     models = _models(doc, cat, problems)
     link = setting.get("offload", {}).get("link") if isinstance(setting.get("offload"), dict) else None
     if link is not None:
-        try:
-            units.parse(link, "bandwidth")
-        except units.UnitError as exc:
-            problems.append(doc.problem(("claim", "setting", "offload", "link"), str(exc)))
+        catalog_mod.quantity(doc, ("claim", "setting", "offload", "link"), "bandwidth", problems)
     name = setting.get("hardware")
     if name is not None and name not in cat.hardware:
         problems.append(doc.problem(("claim", "setting", "hardware"), (
-            f"unknown hardware {name!r}{did_you_mean(name, cat.hardware)}; define it with --catalog or in the "
-            f"workload file's hardware:")))
+            f"unknown hardware{did_you_mean(name, cat.hardware)}; define it with --catalog or in the workload "
+            f"file's hardware:")))
     compute = setting.get("precision", {}).get("compute") if isinstance(setting.get("precision"), dict) else None
     hw = cat.hardware.get(setting.get("hardware", PAPER_HARDWARE))
     if compute is not None and hw is not None and not hw.has_peak(compute):
@@ -88,6 +85,8 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
         if n >= m:
             problems.append(doc.problem(("change", "sparsity", "pattern"), (
                 f"{pattern} keeps {n} of every {m} weights: N must be below M")))
+    if isinstance(change.get("scheduler"), dict):
+        traffic_mod.parse_links(doc, ("change", "scheduler"), problems)
     problems += _quality_problems(doc, cat, models)
     impl = data.get("implementation", {})
     where = impl.get("kernel_in")
@@ -115,8 +114,8 @@ def _quality_problems(doc: Document, cat: catalog_mod.Catalog, models: dict[str,
     for i, f in enumerate(doc.data.get("quality", {}).get("figures", [])):
         if figure_params(f, cat, models) is None:
             problems.append(doc.problem(("quality", "figures", i, "model"), (
-                f"model {f['model']!r} is not in the catalog: give the figure's params (the measured model's "
-                f"parameter count, e.g. 175e9){did_you_mean(f['model'], cat.models)}")))
+                f"the figure's model is not in the catalog: give its params (the measured model's parameter "
+                f"count, e.g. 175e9){did_you_mean(f['model'], cat.models)}")))
         if f["kind"] == "perplexity" and f["claim"] <= 0:
             problems.append(doc.problem(("quality", "figures", i, "claim"), "a perplexity is above 0"))
     return problems
@@ -152,8 +151,10 @@ def _present(data: dict[str, Any], path: tuple[str, ...]) -> bool:
 
 
 def _evidence_problems(doc: Document) -> list[Problem]:
-    """Evidence for a number the card does not give (a typo in a path, or a number removed) is an error."""
-    return [doc.problem(("evidence", key), f"evidence for {key}, which the card does not give", key=True)
+    """Evidence for a number the card does not give (a typo in a path, or a number removed) is an error, blamed
+    on the evidence mapping at the key's line (the key itself is not repeated)."""
+    return [doc.problem(("evidence",), "evidence for a number the card does not give (is its path misspelt?)",
+                        key=True, at=("evidence", key))
             for key in doc.data.get("evidence", {}) if not _present(doc.data, tuple(key.split(".")))]
 
 
@@ -213,10 +214,10 @@ def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | Non
         for i, name in enumerate(doc.data["stack"]):
             path = (here / name).resolve()
             if str(path) in _seen or str(path) == me:
-                raise UserError([doc.problem(("stack", i), f"{name} stacks itself (a cycle)")])
+                raise UserError([doc.problem(("stack", i), "this card stacks itself (a cycle)")])
             if str(path) in named:
-                raise UserError([doc.problem(("stack", i), f"{name} is stacked twice: its savings would count "
-                                                           f"twice")])
+                raise UserError([doc.problem(("stack", i), "this card is stacked twice: its savings would count "
+                                                           "twice")])
             named.add(str(path))
             budget.left -= 1
             if budget.left < 0:

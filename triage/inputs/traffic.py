@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import LIMITS
+from ..defaults import LIMITS, SERVING_MIN_MEASURED, SERVING_RATE_MAX, SERVING_RATE_MIN
 from ..errors import Problem, UserError
 from ..io.files import read_text
 from ..io.yamlio import Document
@@ -129,7 +129,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
         trace = read_trace(Path(name) if Path(name).is_absolute() else base / name, problems)
     lengths = {k: _lengths(doc, path + (k,), raw.get(k, 512 if k == "prompt_tokens" else 128), problems)
                for k in ("prompt_tokens", "output_tokens")}
-    if trace is None and any(v.kind == "trace" for v in lengths.values()):
+    if kind != "trace" and any(v.kind == "trace" for v in lengths.values()):
         problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
     rates = tuple(sorted({float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw
                                               else [])}))
@@ -137,6 +137,11 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
         problems.append(doc.problem(path, "traffic needs rate or rates (requests/s), or a trace to replay at its own"))
     if not rates and trace is not None:
         rates = (trace.rate,)
+        if not SERVING_RATE_MIN <= trace.rate <= SERVING_RATE_MAX:
+            problems.append(doc.problem(path + ("arrivals", "trace"), (
+                f"the trace's own rate ({'above' if trace.rate > SERVING_RATE_MAX else 'below'} "
+                f"{SERVING_RATE_MAX if trace.rate > SERVING_RATE_MAX else SERVING_RATE_MIN:g} requests/s) is outside "
+                f"the {SERVING_RATE_MIN:g} to {SERVING_RATE_MAX:g} requests/s a simulation takes: give rates")))
     if "duration" in raw:
         duration = _quantity(doc, path + ("duration",), raw["duration"], "time", problems)
         wanted = max(rates, default=1.0) * duration if math.isfinite(duration) else 10.0
@@ -150,12 +155,18 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     if requests > LIMITS.serving_requests:
         problems.append(doc.problem(path + ("requests",), (
             f"{requests:,} requests; a simulation takes at most {LIMITS.serving_requests:,} (limit serving_requests)")))
+    warmup = float(raw.get("warmup", 0.1))
+    measured = requests - int(math.floor(warmup * requests))
+    if measured < SERVING_MIN_MEASURED:
+        problems.append(doc.problem(path + ("warmup",), (
+            f"warm-up {warmup:g} of {requests:,} requests leaves {measured} measured; a rate needs at least "
+            f"{SERVING_MIN_MEASURED} to be called served: more requests or less warm-up")))
     slo = raw.get("slo", {})
     times = {k: _quantity(doc, path + ("slo", k), slo[k], "time", problems) if k in slo else None
              for k in ("ttft", "tbt", "tpot")}
     shared = raw.get("shared_prefix", {"share": 0.0, "tokens": 0})
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
-                   int(raw.get("seed", 0)), float(raw.get("warmup", 0.1)), times["ttft"], times["tbt"],
+                   int(raw.get("seed", 0)), warmup, times["ttft"], times["tbt"],
                    times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", "p99"),
                    slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"))
 
@@ -173,7 +184,31 @@ def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem
     raw = doc.data
     for part in path:
         raw = raw[part]
+    wrong = scheduler_problem(raw)
+    if wrong:
+        problems.append(doc.problem(path + ("token_budget",), wrong))
+    return parse_links(doc, path, problems)
+
+
+def parse_links(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -> dict[str, Any]:
+    """The scheduler block at ``path`` (a workload's, or a card's change.scheduler) with its link quantities in
+    base units, each bad one an addressed problem (so `validate` refuses what `run` would)."""
+    raw = doc.data
+    for part in path:
+        raw = raw[part]
     return _links(raw, lambda key, value, kind: _quantity(doc, path + (key,), value, kind, problems))
+
+
+def scheduler_problem(raw: dict[str, Any]) -> str | None:
+    """What makes a scheduler block one no engine runs, or None. A chunked iteration carries every running decode
+    and prompt chunks up to the budget, so a budget below the sequences it runs starves the prompts (one token
+    an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be greater than or equal to
+    max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit f0de1a6)."""
+    s = scheduler(raw)
+    if s.policy == "chunked" and s.token_budget < s.max_seqs:
+        return (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves the prompts no "
+                f"room while the decodes run; engines refuse it (vLLM: max_num_batched_tokens >= max_num_seqs)")
+    return None
 
 
 # a scheduler's quantities: the links' bandwidths and latency
@@ -217,7 +252,8 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
             try:
                 r = json.loads(line)
                 rows.append((float(r["arrival_s"]), float(r["prompt_tokens"]), float(r["output_tokens"])))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+                # OverflowError: an integer no float holds; RecursionError: a line nested past the parser's stack
                 problems.append(Problem(file, n, 1, "$", f"expected {{{', '.join(PLAIN)}}} numbers"))
                 return None
     else:
@@ -249,7 +285,7 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
                     f"more than {LIMITS.serving_requests:,} requests (limit serving_requests)")))
                 return None
     a = np.array(rows, dtype=float).reshape(-1, 3)
-    if len(a) < 2 or not np.isfinite(a).all() or (a[:, 1:] < 0).any() or (a[:, 1:] > 1e7).any():
+    if len(a) < 2 or not np.isfinite(a).all() or (a < 0).any() or (a[:, 1:] > 1e7).any():
         problems.append(Problem(file, path="", message="a trace needs two or more requests with finite, non-negative "
                                                         "times and token counts below 10 million"))
         return None

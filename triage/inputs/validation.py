@@ -1,4 +1,5 @@
-"""JSON Schema validation that reports every error, addressed, with a did-you-mean."""
+"""JSON Schema validation that reports every error, addressed, in triage's words: what was expected, never
+what the file says (a file named by mistake, a stray /etc/shadow, must not end up in a CI log)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,24 @@ from typing import Any
 
 from ..errors import Problem
 from ..io.resources import schema as load_schema
-from ..io.yamlio import Document
+from ..io.yamlio import Document, Path_
+
+KEYS_SHOWN = 6      # the known keys an unknown-key error lists before '…'
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice ``word`` most likely means (a prefix match first: 'a100' means an A100 before an A10G), or None."""
+    names = sorted(choices)
+    longer = [c for c in names if c.startswith(word)]
+    close = difflib.get_close_matches(word, longer, n=1, cutoff=0.0) if longer else \
+        difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'kv_bytes'?)' or ''."""
-    names = sorted(choices)
-    longer = [c for c in names if c.startswith(word)]      # 'a100' means an A100 before it means an A10G
-    close = difflib.get_close_matches(word, longer, n=1, cutoff=0.0) if longer else \
-        difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """' (did you mean 'kv_bytes'?)' or '': the suggestion is one of ``choices``, never ``word`` itself."""
+    match = closest(word, choices)
+    return f" (did you mean {match!r}?)" if match is not None else ""
 
 
 def _resolve(root: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
@@ -30,14 +39,24 @@ def _resolve(root: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _known_keys(root: dict[str, Any], sub: dict[str, Any]) -> set[str]:
-    keys = set(sub.get("properties", {}))
+def _known_keys(root: dict[str, Any], sub: dict[str, Any]) -> list[str]:
+    """The property names ``sub`` allows, in the schema's order (its $ref's and allOf parts' included)."""
+    keys = dict.fromkeys(sub.get("properties", {}))
     target = _resolve(root, sub)
     if target:
-        keys |= _known_keys(root, target)
+        keys.update(dict.fromkeys(_known_keys(root, target)))
     for part in sub.get("allOf", []):
-        keys |= _known_keys(root, part)
-    return keys
+        keys.update(dict.fromkeys(_known_keys(root, part)))
+    return list(keys)
+
+
+def _unknown_key(word: str, known: list[str]) -> str:
+    """'unknown key (expected one of: a, b, …; the closest is 'a')': triage's keys only, never ``word``."""
+    if not known:
+        return "unknown key (this mapping takes none)"
+    listed = ", ".join(known[:KEYS_SHOWN]) + (", …" if len(known) > KEYS_SHOWN else "")
+    match = closest(word, known)
+    return f"unknown key (expected one of: {listed}" + (f"; the closest is {match!r})" if match else ")")
 
 
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a text", "number": "a number",
@@ -45,48 +64,80 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a text", "nu
 
 
 def _describe(value: Any) -> str:
+    """What a value is, quoting it only when it is a number or true/false (text may be anything, a secret too)."""
     if isinstance(value, bool):
-        return f"{str(value).lower()}"
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
     if value is None:
         return "nothing (null)"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"     # an API dict's date, say
 
 
-def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str, bool]]:
-    """(path, message, point-at-key) for one jsonschema error."""
+def _branches(root: dict[str, Any], options: list[dict[str, Any]]) -> str:
+    """What a oneOf/anyOf accepts, from its branches' x-expected or types: 'a number or a text'."""
+    wanted = []
+    for option in options:
+        sub = _resolve(root, option) or option
+        if "x-expected" in sub:
+            wanted.append(sub["x-expected"])
+        elif "type" in sub:
+            types = [sub["type"]] if isinstance(sub["type"], str) else sub["type"]
+            wanted += [_TYPE_NAMES.get(t, t) for t in types]
+    return " or ".join(dict.fromkeys(wanted)) or "one of the forms the schema allows"
+
+
+_BOUNDS = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}
+_AT_MOST = {"maxItems": "items", "maxLength": "characters", "maxProperties": "keys"}
+
+
+# (the path printed, the path pointed at: a key's when it differs, the message)
+_Message = tuple[Path_, Path_, str]
+
+
+def _messages(err: Any, root: dict[str, Any]) -> list[_Message]:
+    """The addressed messages of one jsonschema error, none quoting a key or text of the instance."""
     path = tuple(err.absolute_path)
     v, value, sch = err.validator, err.instance, err.schema
+    if "propertyNames" in err.relative_schema_path and isinstance(value, str):
+        # the instance is a key of the mapping at ``path``: point at it, name only what a key must be
+        want = sch.get("x-expected", f"text matching {sch.get('pattern', 'the schema')}")
+        return [(path, path + (value,), f"a key here must be {want}")]
     if v in ("additionalProperties", "unevaluatedProperties") and isinstance(value, dict):
         known = _known_keys(root, sch)
-        extra = [k for k in value if k not in known]
-        return [(path + (k,), f"unknown key {k!r}{did_you_mean(str(k), known)}", True) for k in extra]
+        return [(path, path + (k,), _unknown_key(str(k), known)) for k in value if k not in known]
     if v == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        return [(path, f"missing required key {missing!r}", False)]
+        missing = err.message.split("'")[1] if "'" in err.message else err.message     # the schema's word
+        return [(path, path, f"missing required key {missing!r}")]
     if v == "type":
         wanted = err.validator_value
         wanted = [wanted] if isinstance(wanted, str) else wanted
         want = " or ".join(_TYPE_NAMES.get(w, w) for w in wanted)
-        return [(path, f"expected {want}, got {_describe(value)}", False)]
+        return [(path, path, f"expected {want}, got {_describe(value)}")]
     if v == "enum":
         opts = [str(o) for o in err.validator_value]
-        hint = did_you_mean(str(value), opts) if isinstance(value, str) else ""
-        return [(path, f"expected one of {', '.join(opts)}; got {_describe(value)}{hint}", False)]
-    bounds = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}
-    if v in bounds:
-        return [(path, f"expected a number {bounds[v]} {err.validator_value}, got {_describe(value)}", False)]
+        got = f"other {_describe(value)}" if isinstance(value, str) else _describe(value)
+        hint = did_you_mean(value, opts) if isinstance(value, str) else ""
+        return [(path, path, f"expected one of {', '.join(opts)}; got {got}{hint}")]
+    if v == "const":
+        return [(path, path, f"expected {err.validator_value!r}, got {_describe(value)}")]
+    if v in _BOUNDS:
+        return [(path, path, f"expected a number {_BOUNDS[v]} {err.validator_value}, got {_describe(value)}")]
     if v == "pattern":
         want = sch.get("x-expected", f"text matching {err.validator_value}")
-        return [(path, f"expected {want}, got {_describe(value)}", False)]
+        return [(path, path, f"expected {want}, got other text")]
     if v in ("minItems", "minLength", "minProperties"):
         least = err.validator_value
         what = {"minItems": "items", "minLength": "characters", "minProperties": "keys"}[v]
-        return [(path, "must not be empty" if least == 1 else f"needs at least {least} {what}", False)]
+        return [(path, path, "must not be empty" if least == 1 else f"needs at least {least} {what}")]
+    if v in _AT_MOST:
+        return [(path, path, f"expected at most {err.validator_value} {_AT_MOST[v]}")]
+    if v == "uniqueItems":
+        return [(path, path, "expected a list without repeated items")]
     if v in ("oneOf", "anyOf"):
         expected = sch.get("x-expected")
         if expected is None and err.context:
@@ -99,9 +150,10 @@ def _messages(err: Any, root: dict[str, Any]) -> list[tuple[tuple[Any, ...], str
             if len(deepest.absolute_path) > len(err.absolute_path) or deepest.validator in (
                     "additionalProperties", "required"):
                 return _messages(deepest, root)
-            expected = " or ".join(str(e.message) for e in err.context[:2])
-        return [(path, f"expected {expected}, got {_describe(value)}", False)]
-    return [(path, err.message, False)]
+            expected = _branches(root, err.validator_value)
+        return [(path, path, f"expected {expected}, got {_describe(value)}")]
+    # a keyword the schemas do not use today: name the rule, never jsonschema's message (it quotes the instance)
+    return [(path, path, f"does not meet the schema's {v} rule")]
 
 
 def validate(doc: Document, schema_name: str, prefix: tuple[Any, ...] = ()) -> list[Problem]:
@@ -122,6 +174,6 @@ def validate(doc: Document, schema_name: str, prefix: tuple[Any, ...] = ()) -> l
         instance = {key: instance}
     problems = []
     for err in Draft202012Validator(root).iter_errors(instance):
-        for path, message, at_key in _messages(err, root):
-            problems.append(doc.problem(path[len(prefix):], message, key=at_key))
+        for path, at, message in _messages(err, root):
+            problems.append(doc.problem(path[len(prefix):], message, key=at != path, at=at[len(prefix):]))
     return problems

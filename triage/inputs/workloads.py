@@ -8,7 +8,7 @@ catalog/workloads.yaml and nowhere else: a user file's defaults merge over them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ class Settings:
     explicit: frozenset[str] = frozenset()        # bandwidth/compute/overhead_s the workload gives (beat a profile)
     traffic: traffic_mod.Traffic | None = None     # a serving simulation's request stream
     scheduler: dict[str, Any] = field(default_factory=dict)    # its engine's scheduler (parsed keys)
+    traffic_at: Problem | None = None      # where its traffic block stands (file, line, path): serving errors' address
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,10 @@ def _engine_file(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_
             return None
         if len(profiles) == 1:
             return next(iter(profiles.values()))
-        problems.append(doc.problem(where, f"{name} holds {len(profiles)} engine profiles: one is needed"))
+        problems.append(doc.problem(where, f"the file holds {len(profiles)} engine profiles: one is needed"))
         return None
-    problems.append(doc.problem(where, f"unknown engine {name!r}{did_you_mean(name, cat.engines)} (triage catalog "
-                                       f"engines; or a path to a profile file)"))
+    problems.append(doc.problem(where, f"unknown engine{did_you_mean(name, cat.engines)} (triage catalog engines; "
+                                       f"or a path to a profile file)"))
     return None
 
 
@@ -217,14 +218,27 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
 
 def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], merged: dict[str, Any],
                  inherited: dict[str, tuple[Any, ...]], cat: catalog_mod.Catalog, problems: list[Problem]) -> None:
-    """Every model and hardware name of ``merged`` exists, addressed where it was written."""
+    """Every model and hardware name of ``merged`` exists, addressed where it was written (the list item, in a
+    list), the name itself not repeated."""
     for key, table, section in (("model", cat.models, "models"), ("hardware", cat.hardware, "hardware")):
         where = path + (key,) if key in layer else inherited.get(key, path)
+        written = _at(doc, where)
         for name in merged.get(key, ()):
             if name not in table:
-                problems.append(doc.problem(where, (
-                    f"unknown {key} {name!r}{did_you_mean(name, table)} "
+                at = where + (written.index(name),) if isinstance(written, list) and name in written else where
+                problems.append(doc.problem(at, (
+                    f"unknown {key}{did_you_mean(name, table)} "
                     f"(see triage/inputs/catalog/{section}.yaml, or define it under {section}:)")))
+
+
+def _at(doc: Document, path: tuple[Any, ...]) -> Any:
+    """The value at ``path`` of ``doc`` (None where there is none: a name that came from --model)."""
+    node: Any = doc.data
+    for part in path:
+        if not isinstance(node, (dict, list)) or (isinstance(node, dict) and part not in node):
+            return None
+        node = node[part]
+    return node
 
 
 Source = str | Path | dict[str, Any] | Document | None
@@ -311,8 +325,8 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         layer = _parse_settings(doc, ("workloads", i), problems)
         merged = _merge(defaults, layer, override)
         if "context" not in merged:
-            problems.append(doc.problem(("workloads", i), f"workload {entry['name']!r} needs 'context' "
-                                                          f"(here or under defaults:)"))
+            problems.append(doc.problem(("workloads", i), "this workload needs 'context' (here or under "
+                                                          "defaults:)"))
         _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
         if "output_tokens" in layer and merged.get("phase", "decode") == "prefill":
             problems.append(doc.problem(("workloads", i, "output_tokens"), (
@@ -321,11 +335,16 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         engine = _engine(merged["engine"], doc, ("workloads", i, "engine") if "engine" in layer else
                          ("defaults", "engine"), cat, problems, engine_files) if merged.get("engine") else None
         explicit = _explicit(layer, user_defaults, override, "engine" in layer)
-        blocks.append((Block(_settings(merged, entry["name"], entry.get("description", ""), engine, explicit)),
-                       ("workloads", i)))
+        settings = _settings(merged, entry["name"], entry.get("description", ""), engine, explicit)
+        if settings.traffic is not None:
+            at = ("workloads", i, "traffic") if "traffic" in layer else ("defaults", "traffic")
+            settings = replace(settings, traffic_at=doc.problem(at, ""))
+        blocks.append((Block(settings), ("workloads", i)))
     names = [b.settings.name for b, _ in blocks]
-    for name in {n for n in names if names.count(n) > 1}:
-        problems.append(doc.problem(("workloads",), f"workload name {name!r} is used twice"))
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            problems.append(doc.problem(("workloads", i, "name"), (
+                f"this workload name is also $.workloads[{names.index(name)}]'s: each needs its own")))
 
     grid = doc.data.get("grid")
     if grid:
@@ -338,7 +357,8 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
             problems.append(doc.problem(("grid",), "grid needs a context axis (or a context under defaults:)"))
         gname = grid.get("name", "grid")
         if gname in names:
-            problems.append(doc.problem(("grid", "name"), f"grid name {gname!r} is also a workload's name"))
+            problems.append(doc.problem(("grid", "name"), (
+                f"the grid's name is also $.workloads[{names.index(gname)}]'s: each needs its own")))
         engine = _engine(merged["engine"], doc, ("defaults", "engine"), cat, problems, engine_files) \
             if merged.get("engine") else None
         explicit = _explicit({}, user_defaults, override, False)

@@ -28,7 +28,7 @@ def load_json(text: str, label: str) -> Any:
         out: dict[str, Any] = {}
         for k, v in items:
             if k in out:
-                raise ValueError(f"duplicate key {k!r}")
+                raise ValueError("duplicate key (one object gives a key twice)")   # the key: the file's text
             out[k] = v
         return out
 

@@ -44,8 +44,7 @@ class _StrictConstructor:
             if key in seen:
                 first = seen[key].start_mark
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first at line {first.line + 1})",
-                    key_node.start_mark)
+                    None, None, f"duplicate key (first at line {first.line + 1})", key_node.start_mark)
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
 
@@ -126,16 +125,26 @@ class Document:
             table = self.values
         return table.get(path, (1, 1))
 
-    def problem(self, path: Path_, message: str, key: bool = False) -> Problem:
-        line, col = self.where(path, key)
+    def problem(self, path: Path_, message: str, key: bool = False, at: Path_ | None = None) -> Problem:
+        """A Problem printed at ``path`` and pointing at ``at`` (default ``path``; its key when ``key``): an
+        unknown key is blamed on its mapping, so the key itself is never printed."""
+        line, col = self.where(path if at is None else at, key)
         return Problem(self.file, line, col, json_path(path), message)
 
 
+# a key printed in a path: a name of the shape triage's own keys and names have; any other key (a line of a
+# file that is no YAML of triage's: 'root:$6$…') is printed as [?]
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
+
+
 def json_path(path: Path_) -> str:
-    """('change', 'kv_bytes') -> '$.change.kv_bytes'; list indices as [i]."""
+    """('change', 'kv_bytes') -> '$.change.kv_bytes'; list indices as [i]; a key that is no name as [?]."""
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if isinstance(part, str) and _NAME.fullmatch(part) else "[?]"
     return out
 
 
@@ -200,6 +209,20 @@ def _check_values(data: Any, path: Path_, doc: Document, problems: list[Problem]
         problems.append(doc.problem(path, "text with a lone surrogate is not valid Unicode"))
 
 
+# what PyYAML quotes in a message: a character ('\t'), a token (',' or '<stream end>'), or the file's own text
+# (a tag, an alias or anchor name); the last is left out
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'" r'|"(?:[^"\\]|\\.)*"')
+_SAFE_QUOTE = re.compile(r"""(['"])(?:.|\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|<[a-z ]+>)\1""")
+
+
+def _parser_message(exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's context and problem, without the file's text (never its snippet, nor a quoted tag or name)."""
+    what = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
+    if "could not determine a constructor for the tag" in what:
+        return "tag not allowed (safe YAML only)"
+    return _QUOTED.sub(lambda m: m.group() if _SAFE_QUOTE.fullmatch(m.group()) else "(text left out)", what)
+
+
 def load(text: str, file: str, trusted: bool = False) -> Document:
     """Parse YAML text into a Document, or raise UserError with every position known.
 
@@ -233,13 +256,10 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
             f"YAML: character U+{exc.character:04X} is not allowed in YAML text"))]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        what = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
-        what = what.replace("could not determine a constructor for the tag",
-                            "tag not allowed (safe YAML only):")
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        raise UserError([Problem(file, line, col, "$", f"YAML: {what}")]) from None
-    except yaml.YAMLError as exc:
-        raise UserError([Problem(file, path="", message=f"YAML: {exc}")]) from None
+        raise UserError([Problem(file, line, col, "$", f"YAML: {_parser_message(exc)}")]) from None
+    except yaml.YAMLError:
+        raise UserError([Problem(file, path="", message="YAML: invalid YAML")]) from None
     except RecursionError:
         raise UserError([Problem(file, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None
     finally:

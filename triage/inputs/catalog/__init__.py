@@ -4,6 +4,7 @@ YAML entries, shipped or user-written, into specs."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -26,8 +27,19 @@ def quantity(doc: Document, path: tuple[Any, ...], kind: str, problems: list[Pro
     try:
         return units.parse(value, kind, allow_zero)
     except units.UnitError as exc:
-        problems.append(doc.problem(path, str(exc)))
+        problems.append(doc.problem(path, str(exc) if _quotable(value) else (
+            f"expected a {units.NOUNS[kind]} like {units.EXAMPLES[kind]}, got other text")))
         return float("nan")
+
+
+# a quantity as units' messages may quote it: a number with at most a unit's few letters ('80 GiBs'), not text
+# that could be anything (a password under memory:)
+_QUANTITY = re.compile(r"\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*[A-Za-zµ/]{0,7}\s*")
+
+
+def _quotable(value: Any) -> bool:
+    """Whether an error may quote ``value``: anything but text, and text that is a number and a short unit."""
+    return not isinstance(value, str) or _QUANTITY.fullmatch(value) is not None
 
 
 def _sources(entry: dict[str, Any], default: str) -> dict[str, str]:
@@ -75,7 +87,7 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
         needed += [k for k in ("intermediate_size", "vocab_size") if k not in entry]
     for k in needed:
         why = "" if k in ("hidden_size", "head_dim") else " (or give params)"
-        problems.append(doc.problem(path, f"model {key!r} needs {k!r}{why}"))
+        problems.append(doc.problem(path, f"the model needs {k!r}{why}"))
     if hidden and not entry.get("head_dim") and hidden % heads:
         problems.append(doc.problem(path + ("hidden_size",), (
             f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}: give head_dim")))
@@ -85,10 +97,10 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
                                     f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"))
     experts, top_k = entry.get("num_experts", 0), entry.get("num_experts_per_tok")
     if experts and not (top_k and top_k <= experts):
-        problems.append(doc.problem(path, f"model {key!r} has {experts} experts: num_experts_per_tok must be "
+        problems.append(doc.problem(path, f"the model has {experts} experts: num_experts_per_tok must be "
                                           f"between 1 and {experts}"))
     if "kv_lora_rank" in entry:
-        problems += [doc.problem(path, f"model {key!r} uses MLA (kv_lora_rank): it needs {k!r}")
+        problems += [doc.problem(path, f"the model uses MLA (kv_lora_rank): it needs {k!r}")
                      for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if k not in entry]
     if entry.get("first_k_dense_replace", 0) > entry["num_hidden_layers"]:
         problems.append(doc.problem(path + ("first_k_dense_replace",), "more dense layers than layers"))
