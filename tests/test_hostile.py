@@ -6,6 +6,7 @@ a negative size), overwrites nothing, leaves no partial output, and is decided w
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -701,3 +702,69 @@ def test_any_traffic_scheduler_trace_or_profile_is_priced_or_refused_cleanly(tmp
     res = run("run", rng.choice(fuzz_serving.CARDS), "-w", w, "-f", "json", seconds=30)
     assert res.exit_code in (0, 1), res.output
     assert "nan" not in res.stderr.lower().split() and "inf" not in res.stderr.lower().split()
+
+
+# ---- one guard, one reader and writer, round trips, no silent reinterpretation --------------------------
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["run", "--help"]])
+def test_help_and_version_to_a_full_disk_are_one_line_not_a_traceback(args):
+    # issue 27: --help and --version ran outside the guard: a full disk printed click's traceback
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "triage", *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: No space left on device"]
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"card": 123}, "card"), ({"card": None}, "card"), ({"card": ["claims/kv2x.yaml", 5]}, "card"),
+    ({"card": []}, "card"), ({"workloads": 5}, "workloads"), ({"workloads": [1, 2]}, "workloads"),
+    ({"model": 5}, "model"), ({"model": ["llama-2-7b"]}, "model"), ({"baseline": 3}, "baseline"),
+    ({"analyse": "yes"}, "analyse"), ({"catalog": 5}, "catalog")])
+def test_the_api_refuses_a_wrong_type_as_a_user_error_naming_the_argument(kwargs, name):
+    # issue 27: an int card was a TypeError from open(), a list model an AttributeError, baseline=3 read as
+    # "current" in silence
+    args = {"card": str(CLAIMS / "kv2x.yaml"), **kwargs}
+    with pytest.raises(UserError) as err:
+        triage.evaluate(args.pop("card"), **args)
+    assert str(err.value).startswith(f"triage.evaluate: {name}: expected")
+
+
+IO_CALLS = re.compile(r"\bopen\(|\.(read_text|write_text|read_bytes|write_bytes)\(|os\.(replace|rename|fdopen)\("
+                      r"|tempfile\.|shutil\.")
+
+
+def test_every_reader_and_writer_goes_through_the_io_layer():
+    # one reader (io/files.py: bounded, recorded, refusing devices), one writer (atomic, guarded), the private
+    # cache's (io/private.py) and the packaged resources (io/resources.py): nothing outside triage/io opens a file
+    found = [f"{path.relative_to(ROOT)}:{n}" for path in sorted((ROOT / "triage").rglob("*.py"))
+             if "io" not in path.relative_to(ROOT / "triage").parts[:1]
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if IO_CALLS.search(line.split("#")[0])]
+    assert not found, found
+
+
+def test_calibrate_never_writes_a_profile_triage_cannot_read_back(tmp_path, monkeypatch):
+    # issue 27: at its 10,000-row limit `calibrate -o` wrote 2,181,010 bytes (and at 4,800 rows 148,000 YAML
+    # nodes), which every later read refused; the file is read back before it is written
+    from triage.cli import calibrate as calibrate_cli
+
+    huge = "workloads:\n" + "  - {name: w}\n" * 40_000         # over the YAML-node limit, as 4,800 rows were
+    monkeypatch.setattr(calibrate_cli, "workload_file", lambda report, engine: huge)
+    out = tmp_path / "cal.yaml"
+    res = run("calibrate", ROOT / "examples" / "measurements" / "gpt-fast-a100.csv", "-o", out, seconds=30)
+    assert res.exit_code == 1 and "could not read back" in res.stderr and not out.exists()
+
+
+def test_trace_token_counts_are_never_rounded_or_raised_in_silence(tmp_path):
+    # issue 27: 10.5 tokens became 10 and 0 became 1, unsaid
+    for row in ("10.5,5", "0,5", "10,0"):
+        f = tmp_path / "t.csv"
+        f.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1," + row + "\n")
+        w = _traffic(tmp_path, {"rates": [1], "requests": 20, "arrivals": {"trace": str(f)},
+                                "prompt_tokens": "trace", "output_tokens": "trace"})
+        res = run("validate", "-w", w)
+        assert res.exit_code == 1 and "whole numbers of at least 1" in res.stderr, row
+    w = _traffic(tmp_path, {"rates": [1], "requests": 20, "output_tokens": 10.5})
+    res = run("validate", "-w", w)
+    assert res.exit_code == 1 and "$.workloads[0].traffic.output_tokens" in res.stderr

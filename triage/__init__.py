@@ -32,6 +32,27 @@ def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse
     ``triage run --format json``, ``result.to_frame()`` the cells as a pandas
     DataFrame (the ``frame`` extra).
     """
+    _check_types(card, workloads, model, analyse, baseline, catalog)
     from .report.result import evaluate as _evaluate  # numpy and the pipeline load here, not on `import triage`
 
     return _evaluate(card, workloads, model, analyse, baseline, catalog)
+
+
+def _check_types(card: Any, workloads: Any, model: Any, analyse: Any, baseline: Any, catalog: Any) -> None:
+    """A wrong type for any argument is a UserError naming it, as bad input from a file is (never a TypeError
+    from deep inside, never a silent reading: baseline=3 is not "current")."""
+    import os
+
+    path = (str, bytes, os.PathLike)
+    cards = card if isinstance(card, (list, tuple)) and card else [card]
+    wrong = [("card", "a path, a dict or a non-empty list of them")] if not all(
+        isinstance(c, (*path, dict)) for c in cards) else []
+    wrong += [("workloads", "a path, a dict or None")] if not (workloads is None or isinstance(
+        workloads, (*path, dict))) else []
+    wrong += [(name, "a path, a name or None") for name, value in (("model", model), ("catalog", catalog))
+              if not (value is None or isinstance(value, path))]
+    wrong += [("analyse", "True or False")] if not isinstance(analyse, bool) else []
+    wrong += [("baseline", "'current' or 'paper'")] if baseline not in ("current", "paper") else []
+    if wrong:
+        raise UserError([Problem("triage.evaluate", path="", message=f"{name}: expected {what}")
+                         for name, what in wrong])

@@ -136,13 +136,23 @@ def test_review_inputs_that_crashed_or_hung_are_addressed_errors(tmp_path, traff
     assert res.exit_code == 1 and message in res.output, res.output
 
 
-def test_fractional_lengths_and_a_mixed_timezone_trace_are_whole_tokens(tmp_path):
+def test_a_mixed_timezone_trace_is_read_and_fractional_lengths_are_refused_not_rounded(tmp_path):
+    # issue 27: an input that cannot be taken as written is an error, never a silent change (374.4 tokens were
+    # rounded to 374 unsaid)
     f = tmp_path / "t.csv"
-    f.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374.4,10.5\n"
+    f.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,10\n"
                  "2023-11-16 18:15:50.9951690+00:00,396,109\n")
     t = read_trace(f, [])
     assert t.prompt.tolist() == [374.0, 396.0] and t.output.tolist() == [10.0, 109.0]
+    assert t.arrival.tolist() == pytest.approx([0.0, 4.314579])
+    f.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374.4,10.5\n"
+                 "2023-11-16 18:15:50.9951690+00:00,396,109\n")
+    problems = []
+    assert read_trace(f, problems) is None and "whole numbers" in str(problems[0])
     w = workload(tmp_path, {"rates": [2, 1], "prompt_tokens": 100.5, "output_tokens": 10.5, "requests": 50})
+    with pytest.raises(UserError, match=r"traffic\.prompt_tokens"):
+        triage.evaluate(KV, w)
+    w = workload(tmp_path, {"rates": [2, 1], "prompt_tokens": 100, "output_tokens": 10, "requests": 50})
     cell = triage.evaluate(KV, w).to_dict()["cells"][0]
     assert [r["rate_rps"] for r in cell["serving"]["baseline"]["rates"]] == [1.0, 2.0]   # sorted
 

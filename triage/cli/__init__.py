@@ -7,6 +7,7 @@ compare's imports (start-up is part of what a user waits for).
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -20,6 +21,18 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's entry point, with what happens outside any command (--help, --version, a usage error) held to
+        the guard's rules: a full disk or a closed stream is one line and exit 1, a reader that left exit 0."""
+        try:
+            return super().main(*args, **kwargs)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(0)
+        except OSError as exc:
+            sys.stderr.write(f"error: {exc.strerror or type(exc).__name__}\n")
+            sys.exit(1)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:

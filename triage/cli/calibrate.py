@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 
 from ..analysis import calibrate as calibrate_mod
+from ..errors import Problem, UserError
+from ..io import yamlio
 from ..report.calibration import render_markdown, workload_file
 from .common import FILE, catalog_option, deliver, force_option, guard
 
@@ -44,4 +46,11 @@ def command(measurements: Path, output: Path | None, fmt: str, engine: str, cata
     else:
         click.echo(render_markdown(report), nl=True)
     if output is not None:
-        deliver(workload_file(report, engine), output, (measurements,), force)
+        text = workload_file(report, engine)
+        try:                                  # a file triage writes for itself to read must be one it reads
+            yamlio.load(text, str(output))
+        except UserError as err:
+            raise UserError([Problem(str(output), path="", message=(
+                f"triage could not read back the profile with a workload per row ({err.problems[0].message}): "
+                f"calibrate fewer rows for -o, or read the fit with --format json"))]) from None
+        deliver(text, output, (measurements,), force)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..io.resources import resource_dir
+from ..io.resources import schema_text
 from .common import guard
 
 
@@ -19,4 +19,4 @@ def command(name: str) -> None:
       triage schema > claim.schema.json
       triage schema workloads
     """
-    click.echo((resource_dir("schemas") / f"{name}.schema.json").read_text(encoding="utf-8"), nl=False)
+    click.echo(schema_text(name), nl=False)

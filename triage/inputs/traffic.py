@@ -289,12 +289,16 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
         problems.append(Problem(file, path="", message="a trace needs two or more requests with finite, non-negative "
                                                         "times and token counts below 10 million"))
         return None
+    tokens = a[:, 1:]
+    if (tokens < 1).any() or (tokens != np.round(tokens)).any():     # never rounded or raised in silence
+        problems.append(Problem(file, path="", message="a trace's token counts are whole numbers of at least 1"))
+        return None
     a = a[np.argsort(a[:, 0], kind="stable")]
     if a[-1, 0] <= a[0, 0]:
         problems.append(Problem(file, path="", message="every request of the trace arrives at the same time: no "
                                                         "rate to scale"))
         return None
-    return Trace(file, a[:, 0] - a[0, 0], np.maximum(np.round(a[:, 1]), 1.0), np.maximum(np.round(a[:, 2]), 1.0))
+    return Trace(file, a[:, 0] - a[0, 0], a[:, 1].copy(), a[:, 2].copy())
 
 
 def parse_change(claim: Any) -> dict[str, Any]:

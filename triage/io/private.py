@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -38,3 +39,19 @@ def owned_file(path: Path, max_bytes: int) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+def write_owned(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` in a private folder atomically (a temporary file, then a rename); False on any
+    failure (a full or read-only disk), leaving nothing behind: a cache write is never worth an error."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        return False

@@ -29,8 +29,12 @@ def catalog_file(name: str) -> Path:
     return Path(str(resources.files("triage").joinpath("inputs").joinpath("catalog").joinpath(name)))
 
 
+def schema_text(name: str) -> str:
+    """A JSON Schema's text by name: 'claim' or 'workloads' (a shipped file: read whole, never recorded)."""
+    return (resource_dir("schemas") / f"{name}.schema.json").read_text(encoding="utf-8")
+
+
 @cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON Schema by name: 'claim' or 'workloads'."""
-    text = (resource_dir("schemas") / f"{name}.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return json.loads(schema_text(name))

@@ -9,15 +9,13 @@ altered file, a full disk — is ignored and the template is compiled in memory.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import escape
 from ..inputs import units
-from ..io.private import owned_file, private_folder
+from ..io.private import owned_file, private_folder, write_owned
 from ..io.resources import resource_dir
 
 _MAX_CACHE_BYTES = 4 << 20     # a compiled memo template is ~100 kB
@@ -47,16 +45,11 @@ def _bytecode_cache() -> Any:
                 bucket.reset()
 
         def dump_bytecode(self, bucket: Any) -> None:
-            tmp = None
             try:
                 payload = bucket.bytecode_to_string()
-                fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(hashlib.sha256(payload).digest() + payload)
-                os.replace(tmp, self._path(bucket))
-            except Exception:  # noqa: BLE001 - a full or read-only disk only costs the next run a compile
-                if tmp is not None:
-                    Path(tmp).unlink(missing_ok=True)
+            except Exception:  # noqa: BLE001 - a template jinja cannot serialise only costs the next run a compile
+                return
+            write_owned(self._path(bucket), hashlib.sha256(payload).digest() + payload)   # a failure: compile again
 
     folder = private_folder("templates")
     return PrivateCache(folder) if folder is not None else None
