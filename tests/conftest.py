@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 import triage
 
@@ -76,3 +81,38 @@ def _private_cache(tmp_path_factory):
 def _no_user_catalog(monkeypatch):
     """Tests see the shipped catalog only: a user's $TRIAGE_CATALOG would change names and numbers."""
     monkeypatch.delenv("TRIAGE_CATALOG", raising=False)
+
+
+class Overtime(BaseException):
+    """The watchdog's alarm: not an Exception, so neither triage's handler nor CliRunner swallows it."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fail the test once the block has run ``seconds``, instead of waiting for a hang or a cubic layout."""
+    def ring(signum: int, frame: Any) -> None:
+        raise Overtime(f"still running after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run(*args: Any, seconds: float = 6.0, **kwargs: Any) -> Result:
+    """`triage ARGS` in process: exit 0, 1 or 2, never a traceback, within ``seconds`` (a hostile input is
+    refused within one evaluation of the default matrix, about 2 s on a 2-core machine, not after a hang;
+    the watchdog stops it at twice the bound)."""
+    from triage.cli import main
+
+    start = time.perf_counter()
+    with deadline(2 * seconds):
+        res = CliRunner().invoke(main, [str(a) for a in args], **kwargs)
+    elapsed = time.perf_counter() - start
+    assert res.exit_code in (0, 1, 2), (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    assert elapsed < seconds, f"{args} took {elapsed:.2f} s"
+    return res

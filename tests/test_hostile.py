@@ -10,33 +10,18 @@ import re
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import triage
-from triage.cli import main
 from triage.errors import UserError
 
-from conftest import CLAIMS, ROOT
+from conftest import CLAIMS, ROOT, run
 
 KV2X = (CLAIMS / "kv2x.yaml").read_text()
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
-
-
-# a refusal never waits on a device or a pipe: it comes back within one evaluation of the default matrix (about
-# 2 s on a 2-core machine, its serving workload simulated; bench/bench.py times the run), not after a hang
-def run(*args, seconds=6.0, **kwargs):
-    start = time.perf_counter()
-    res = CliRunner().invoke(main, [str(a) for a in args], **kwargs)
-    elapsed = time.perf_counter() - start
-    assert res.exit_code in (0, 1, 2), (res.exit_code, res.output, res.exception)
-    assert "Traceback" not in res.output and "internal error" not in res.output
-    assert elapsed < seconds, f"{args} took {elapsed:.2f} s"
-    return res
 
 
 def card(tmp_path, text=KV2X, name="card.yaml"):

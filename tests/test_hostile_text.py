@@ -10,51 +10,18 @@ import contextlib
 import errno
 import io
 import os
-import signal
 import time
 import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
-from click.testing import CliRunner
 
-from triage.cli import main
 from triage.defaults import LIMITS
 from triage.report.figures import Canvas
 
-from conftest import CLAIMS
+from conftest import CLAIMS, deadline, run
 
 KV2X = (CLAIMS / "kv2x.yaml").read_text()
-
-
-class Overtime(BaseException):
-    """The watchdog's alarm: not an Exception, so neither triage's handler nor CliRunner swallows it."""
-
-
-@contextlib.contextmanager
-def deadline(seconds):
-    """Fail the test once the block has run ``seconds``, instead of waiting for a cubic layout to finish."""
-    def ring(signum, frame):
-        raise Overtime(f"still running after {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def run(*args, seconds=6.0, **kwargs):
-    start = time.perf_counter()
-    with deadline(2 * seconds):
-        res = CliRunner().invoke(main, [str(a) for a in args], **kwargs)
-    elapsed = time.perf_counter() - start
-    assert res.exit_code in (0, 1, 2), (res.exit_code, res.output, res.exception)
-    assert "Traceback" not in res.output and "internal error" not in res.output
-    assert elapsed < seconds, f"{args[0]} took {elapsed:.2f} s"
-    return res
 
 
 def assert_refused_in_one_line(res, name):
