@@ -117,3 +117,26 @@ def test_a_verdict_inside_the_cards_uncertainty_is_marked_marginal_and_the_flip_
     memo = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml"))
     assert "**CONDITIONAL** (marginal)" in memo
     assert "kernel bandwidth efficiency 0.5: docqa-128k NO-GO, chat-4k-b16 NO-GO" in memo
+
+
+def test_a_card_value_resting_on_an_assumption_is_listed_with_the_memos_assumptions():
+    # issue 21: radixattention's bound is 1 / (1 - the hit rate), a rate the card assumes (0.9), which the memo's
+    # Assumptions table left out; it now lists every card value whose evidence is a labelled assumption
+    result = triage.evaluate(CLAIMS / "radixattention-sglang.yaml")
+    rows = {a["what"]: a for a in result.assumptions()}
+    assert rows["card change.prefix_hit"]["value"] == "0.9"
+    assert rows["card change.prefix_hit"]["source"].startswith("assumption: 0.9 is the card's choice")
+    section = render_markdown(result).split("## Assumptions", 1)[1]
+    assert "| card change.prefix_hit | 0.9 | assumption: 0.9 is the card's choice" in section
+
+
+def test_the_assumptions_name_the_engine_profile_and_the_values_each_chip_was_priced_at():
+    # issue 26: with an engine profile the Assumptions still printed the shipped 0.85 / 0.7 and never named it;
+    # TensorRT-LLM's H100 SXM entry (triage/inputs/catalog/engines.yaml): bandwidth 1, compute 0.5, 0.164 ms a
+    # layer, 0.222 ms a request
+    w = {"defaults": {"hardware": "h100-sxm", "engine": "tensorrt-llm"},
+         "workloads": [{"name": "trt", "context": 4096, "batch": 8}]}
+    rows = {a["what"]: a["value"] for a in triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).assumptions()}
+    text = rows["workload trt"]
+    assert "engine profile tensorrt-llm: on h100-sxm efficiency bandwidth 1, compute 0.5" in text
+    assert "164.00 µs per layer" in text and "222.00 µs per request" in text and "0.85" not in text

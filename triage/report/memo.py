@@ -16,7 +16,7 @@ from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import figures as figures_mod
 from . import serving as serving_view
 from .describe import describe
-from .result import Result
+from .result import Result, evidence_rows
 from .templates import Trusted, render
 
 MARKER = "<!-- triage decision memo"
@@ -183,15 +183,6 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
             "flips": flips[:5]}
 
 
-def _plain(value: Any) -> Any:
-    """A card value in words: a mapping as "key value, …", a list as "a, b"."""
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return ", ".join(str(_plain(v)) for v in value)
-    return value
-
-
 def _figures_text(figures: list[dict[str, Any]]) -> str:
     """The card's quality figures in words, the worst of each kind first named (what the gate reads)."""
     if not figures:
@@ -210,20 +201,6 @@ def _figures_text(figures: list[dict[str, Any]]) -> str:
     return "; ".join(out) + f" ({len(figures)} figure{'s' if len(figures) > 1 else ''})"
 
 
-def _evidence(card: dict[str, Any]) -> list[dict[str, str]]:
-    """Each number of the card with the source's words and where they stand."""
-    rows = []
-    for path, entry in card["evidence"].items():
-        node: Any = {k: card.get(k) for k in ("claim", "quality", "change", "implementation")}
-        for part in path.split("."):
-            if isinstance(node, list):
-                node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
-            else:
-                node = node.get(part) if isinstance(node, dict) else None
-        rows.append({"path": path, "value": _plain(node), **entry})
-    return rows
-
-
 def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
     """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views."""
     d = result.document(LIMITS.memo_cells)
@@ -236,7 +213,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "first": _first_screen(result, d),
         "claim": d["claim"],
         "check": d["paper_check"],
-        "evidence": _evidence(d["claim"]),
+        "evidence": evidence_rows(d["claim"]),
         "cite": {k: v["where"] if "where" in v else f"assumed: {v['assumption']}"
                  for k, v in d["claim"]["evidence"].items()},
         "warnings": d["warnings"],

@@ -84,8 +84,8 @@ class Result:
         return pd.DataFrame(self.columns())
 
     def assumptions(self) -> list[dict[str, str]]:
-        """Every constant the numbers rest on, with its source."""
-        return assumptions(self.matrix)
+        """Every constant the numbers rest on, with its source: the catalog's, the workloads', the card's own."""
+        return assumptions(self.matrix) + card_assumptions(self.evaluation.claim.to_dict())
 
     def document(self, cell_limit: int | None = None, with_analysis: bool = True) -> dict[str, Any]:
         """The JSON document, its cells cut to ``cell_limit`` (a memo shows a few; the JSON has all)."""
@@ -146,6 +146,19 @@ def _attention_text(mod: Any) -> str:
     return text
 
 
+def _engine_text(s: Any) -> str:
+    """The efficiencies and fixed costs a workload is priced at: its own, or its engine profile's per chip (the
+    values each cell used, not the shipped defaults)."""
+    def values(v: dict[str, float]) -> str:
+        return (f"efficiency bandwidth {v['bandwidth']:g}, compute {v['compute']:g}; overhead "
+                f"{units.fmt_time(v['overhead_s'])} per step, {units.fmt_time(v['layer_overhead_s'])} per layer, "
+                f"{units.fmt_time(v['request_overhead_s'])} per request")
+    if s.engine is None:
+        return values(s.engine_values(""))
+    return f"engine profile {s.engine.key}: " + "; ".join(f"on {hw} {values(s.engine_values(hw))}"
+                                                           for hw in s.hardware)
+
+
 def assumptions(m: Matrix) -> list[dict[str, str]]:
     """Every constant the numbers rest on, with its source."""
     out = []
@@ -170,8 +183,7 @@ def assumptions(m: Matrix) -> list[dict[str, str]]:
         out.append({"what": f"workload {s.name}",
                     "value": (f"{s.phase}, precision weights {s.precision['weights']} / KV {s.precision['kv']} / "
                               f"activations {s.precision['activations']} / compute {s.precision['compute']}; "
-                              f"efficiency bandwidth {s.bandwidth_efficiency:g}, compute {s.compute_efficiency:g}; "
-                              f"overhead {units.fmt_time(s.overhead_s)} per step; SLO {slo}; quality gate "
+                              f"{_engine_text(s)}; SLO {slo}; quality gate "
                               f"{units.fmt_percent(s.quality_gate)}; min gain {s.min_gain:g}×; reserve "
                               f"{units.fmt_gib(s.reserve_bytes)}; KV fragmentation "
                               f"{units.fmt_percent(s.memory_waste)}; attention {s.attention}; tensor parallel "
@@ -190,3 +202,33 @@ def assumptions(m: Matrix) -> list[dict[str, str]]:
                          "above figures that divide GiB by TB/s",
                 "source": "SI and IEC 80000-13"})
     return out
+
+
+def plain(value: Any) -> Any:
+    """A card value in words: a mapping as "key value, …", a list as "a, b"."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(str(plain(v)) for v in value)
+    return value
+
+
+def evidence_rows(card: dict[str, Any]) -> list[dict[str, str]]:
+    """Each number of the card with the source's words and where they stand."""
+    rows = []
+    for path, entry in card["evidence"].items():
+        node: Any = {k: card.get(k) for k in ("claim", "quality", "change", "implementation")}
+        for part in path.split("."):
+            if isinstance(node, list):
+                node = node[int(part)] if part.isdigit() and int(part) < len(node) else None
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
+        rows.append({"path": path, "value": plain(node), **entry})
+    return rows
+
+
+def card_assumptions(card: dict[str, Any]) -> list[dict[str, str]]:
+    """The card's values that rest on a labelled assumption rather than a quote (a hit rate the card chose, a
+    scale's bits the code does not state): the assumptions a number of the memo rests on, beside the catalog's."""
+    return [{"what": f"card {row['path']}", "value": str(row["value"]), "source": f"assumption: {row['assumption']}"}
+            for row in evidence_rows(card) if row.get("assumption")]
