@@ -182,3 +182,15 @@ def test_a_kv_format_only_the_paper_reads_with_no_quality_figure_is_no_go():
     d = triage.evaluate(_kv4(**ppl), LONG, analyse=False).to_dict()
     assert d["decision"]["verdict"] == "CONDITIONAL"
     assert any(r.startswith("integration: a KV-cache quantization format") for r in d["cells"][0]["reasons"])
+
+
+def test_speculation_on_a_serving_workload_is_a_visible_warning_not_a_quiet_one():
+    # the serving simulation emits one token a sequence per iteration: a speculative card's serve-conv cell is
+    # priced 1.000x, and the memo says why (no silent no-op)
+    d = decide("speculative-decoding.yaml")
+    conv = next(c for c in d["cells"] if c["workload"] == "serve-conv")
+    assert conv["speedup"]["end_to_end"] == 1.0
+    (w,) = [w for w in d["warnings"] if w["code"] == "serving-unpriced"]
+    assert w["message"].startswith("speculative is not modelled by the serving simulation")
+    assert "serve-conv" in w["message"]
+    assert not any(w["code"] == "serving-unpriced" for w in decide("kv2x.yaml")["warnings"])

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
+from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
 from ..model import incumbent, layers, matrix, verdicts
@@ -138,6 +139,13 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         found.append({"code": "serving-moe", "message": (
             f"the serving simulation prices {', '.join(moe)} with the experts a probe step touches: how many "
             f"experts a larger iteration reads is not modelled there (the step-level layers are exact)")})
+    missed = unsimulated(claim.change)
+    if missed and served:
+        simulated = ", ".join(dict.fromkeys(m.blocks[b].name for b, _, _ in served))
+        found.append({"code": "serving-unpriced", "message": (
+            f"{', '.join(missed)} is not modelled by the serving simulation (its iterations emit one token a "
+            f"sequence): {simulated} is priced without it, so its gain there is not counted; the step-level "
+            f"workloads carry it")})
     if "scheduler" in claim.change and not served:
         found.append({"code": "scheduler-unpriced", "message": (
             "change.scheduler acts on the request queue, and no workload here has traffic: (a request stream): the "

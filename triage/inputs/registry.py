@@ -168,6 +168,17 @@ def outside_the_step(change: dict[str, object]) -> bool:
     return any(table[key].carries in OUTSIDE_THE_STEP for key in change)
 
 
+# What the serving simulation's iterations do not carry: a step emits one token a sequence, so more tokens a
+# step (speculation) is priced at the steps' level only.
+UNSIMULATED = {"tokens_per_step"}
+
+
+def unsimulated(change: dict[str, object]) -> list[str]:
+    """The change's keys the serving simulation does not model (their 'carries' is in UNSIMULATED)."""
+    table = registry()
+    return [key for key in change if table[key].carries in UNSIMULATED]
+
+
 def switchable(change: dict[str, object]) -> bool:
     """Whether every mechanism of the change is one an operator switches per deployment."""
     table = registry()
