@@ -584,7 +584,7 @@ def test_the_gap_sketch_is_exact_then_within_its_bin_width():
 
 def test_a_chunked_prefill_of_a_token_at_a_time_is_refused_by_its_cost_before_it_starts(tmp_path):
     # issue 27 case 2: token_budget 1, 30k-token prompts (Mistral 7B holds 32k): one Python iteration per prompt
-    # token; 1,000 of them are about 6e9 token-steps by the estimate (60,000,000 iterations x 102), refused at once
+    # token; 1,000 of them are at least 3e9 token-steps a side (30,000,000 prefill iterations x 100), refused at once
     w = _traffic(tmp_path, {"rates": [1], "requests": 1000, "prompt_tokens": 30000, "output_tokens": 10},
                  {"policy": "chunked", "token_budget": 1, "max_seqs": 1}, "mistral-7b")
     res = run("run", CLAIMS / "kv2x.yaml", "-w", w, seconds=10)
@@ -605,8 +605,8 @@ def test_a_chunked_budget_below_the_running_sequences_is_refused_as_engines_refu
 
 
 def test_a_million_requests_at_one_rate_are_refused_by_their_cost(tmp_path):
-    # issue 27 case 3: 1,000,000 requests at one rate took 88 s and 1.8 GB; by the estimate (outputs, and three
-    # iterations a request visiting up to 256 sequences) about 1.2e9 token-steps a side: over the 1e9 limit
+    # issue 27 case 3: 1,000,000 requests at one rate took 88 s and 1.8 GB; at least 10 + 3 x 100 = 310
+    # token-steps a request a side, 620,000,000 in all: over the 250,000,000 limit, refused at once
     w = _traffic(tmp_path, {"rates": [5], "requests": 1_000_000, "prompt_tokens": 100, "output_tokens": 10})
     res = run("run", CLAIMS / "kv2x.yaml", "-w", w, seconds=10)
     assert res.exit_code == 1 and "token-steps" in res.stderr and f"{w}" in res.stderr

@@ -19,7 +19,6 @@ from ..defaults import LIMITS, SERVING_MEMO_RUNS, SERVING_MIN_MEASURED, SERVING_
 from ..errors import Problem, UserError
 from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
-from ..inputs.registry import changes_format, touched_groups
 from ..inputs.traffic import Lengths, Scheduler, Traffic
 from ..inputs.workloads import Settings
 from ..model import layers
@@ -282,45 +281,33 @@ def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") 
 
 def work(side: Side, traffic: Traffic) -> float:
     """Token-steps one simulation of ``traffic`` on ``side`` takes at least (model/serving.py's costs): every
-    output token, and each request's prefill iterations and the two events (arrival, completion) that end a run
-    of decode steps. A chunked prompt takes ceil(prompt / room) iterations, room being what the budget leaves
-    beside the other running sequences' decodes (at least one token). The sequences each iteration visits are
-    charged as the simulation runs (Budget)."""
+    output token, and each request's prefill iterations (a chunked prompt at least ceil(prompt / token_budget))
+    and the two events (arrival, completion) that end a run of decode steps. The sequences each iteration
+    visits, the rate search and preemptions are charged as the simulation runs (Budget)."""
     req = requests(traffic, 1.0, min(side.cost.kv_tokens, side.window))
     s = side.scheduler
-    if s.policy == "chunked":
-        prefills = float(np.ceil(req.prompt / max(s.token_budget - s.max_seqs + 1, 1)).sum())
-    else:
-        prefills = float(len(req))
+    prefills = float(np.ceil(req.prompt / s.token_budget).sum()) if s.policy == "chunked" else float(len(req))
     return float(req.output.sum()) + (prefills + 2.0 * len(req)) * ITERATION_STEPS
 
 
-def _check_work(m: Matrix, claim: Claim, sides: dict[tuple[int, int, int], tuple[Side, Side]],
-                variants: bool) -> None:
-    """A run's simulated token-steps (work), bounded before any request is simulated (limit serving_work);
-    ``variants``: the sensitivity analysis will simulate its variants too."""
-    def runs(t: Traffic) -> int:
-        searched = t.slo_ttft_s is not None or t.slo_tbt_s is not None or t.slo_tpot_s is not None
-        return len(t.rates) + (SEARCH_STEPS + DOUBLINGS + 1 if searched else 0)
-
-    # the sensitivity analysis simulates again each variant that moves a kernel of the card's (regions.py)
-    spec = claim.change.get("speculative", {})
-    again = 1 + (3 + 2 * changes_format(claim.change) + 4 * ("acceptance" in spec)
-                 if variants and touched_groups(claim.change) else 0)
+def _check_work(m: Matrix, sides: dict[tuple[int, int, int], tuple[Side, Side]]) -> None:
+    """A run's simulated token-steps, bounded before any request is simulated (limit serving_work) by what it
+    takes at least: both sides at every listed rate (the rate search and the sensitivity variants may add more,
+    and the run-wide Budget stops them)."""
     total = 0.0
     for (b, _, _), pair in sides.items():
         t = m.blocks[b].traffic
         assert t is not None
         try:
-            total += again * runs(t) * sum(work(side, t) for side in pair)
+            total += len(t.rates) * sum(work(side, t) for side in pair)
         except ValueError as exc:
             raise UserError([_at(m.blocks[b], str(exc))]) from None
     if total > LIMITS.serving_work:
         raise UserError([Problem(m.source, path="$.workloads", message=(
             f"the traffic blocks ask for at least {total:,.0f} simulated token-steps (every output token and "
-            f"{ITERATION_STEPS} an iteration, x (rates + the rate search) x 2 sides x models and chips); a run "
-            f"simulates at most {LIMITS.serving_work:,} (limit serving_work, about 30 s of simulation): fewer "
-            f"requests, rates or output tokens"))])
+            f"{ITERATION_STEPS} an iteration, x rates x 2 sides x models and chips); a run simulates at most "
+            f"{LIMITS.serving_work:,} (limit serving_work, about 30 s of simulation): fewer requests, rates or "
+            f"output tokens"))])
 
 
 def _pairs(m: Matrix) -> dict[tuple[int, int, int], int]:
@@ -343,7 +330,7 @@ def budget() -> Budget:
     return Budget(LIMITS.serving_work, LIMITS.serving_work)
 
 
-def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, variants: bool) -> Results:
+def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
     """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``."""
     change = traffic_mod.parse_change(claim)
     sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
@@ -366,7 +353,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, variants: bool) 
                     f"{where}: the weights leave no room for a request's KV cache ({side.cost.kv_tokens:,.0f} "
                     f"tokens); more GPUs (tp) or a smaller model"))])
         sides[(b, mi, hi)] = (base, new)
-    _check_work(m, claim, sides, variants)
+    _check_work(m, sides)
     results: Results = {}
     for (b, mi, hi), (base, new) in sides.items():
         block = m.blocks[b]
@@ -379,17 +366,16 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, variants: bool) 
     return results
 
 
-def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None,
-          variants: bool = False) -> tuple[Results, Gaps]:
+def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None
+          ) -> tuple[Results, Gaps]:
     """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
     `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
     GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
     inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating.
-    ``work``: the run's budget (shared with its sensitivity variants); ``variants``: the estimate before the
-    run counts the variants the sensitivity analysis will simulate."""
+    ``work``: the run's budget (shared with its sensitivity variants)."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g, work or budget(), variants)
+    results = known if known is not None else _simulate(m, claim, g, work or budget())
     gain = np.full(len(m), np.nan)
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
     claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)

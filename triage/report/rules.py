@@ -52,8 +52,9 @@ DECISION_RULES: tuple[str, ...] = (
     "**NO-GO** when the method cannot run in the stack that serves half the requests or more;",
     "**NO-GO**, naming the blocker, when no request is GO or CONDITIONAL (stack, quality, evidence, the "
     "incumbent, unproven integration, the bound — the first that applies);",
-    "**GO, no regret**: exact (quality retained 1.0), never slower on any workload (one with traffic within "
-    f"{REGRESSION_TOLERANCE * 100:g} %, the simulation's resolution), some GO requests and no CONDITIONAL ones;",
+    "**GO, no regret**: exact (quality retained 1.0), no workload slower (one with traffic within "
+    f"{REGRESSION_TOLERANCE * 100:g} %, the simulation's resolution, counted as unchanged), the fleet gaining "
+    "with it so counted, some GO requests and no CONDITIONAL ones;",
     "**GO**: the fleet gain — over the incumbent where the class has one — clears `min_gain`, some requests are "
     "GO, no workload where the feature is switched on carries a condition, none fails quality, evidence or the "
     f"stack, nothing stops fitting and no workload is more than {REGRESSION_TOLERANCE * 100:g} % slower;",

@@ -110,7 +110,8 @@ def environment() -> Any:
         "tps": lambda x: "—" if x is None else f"{x:,.1f} tok/s",
         "int": lambda x: "—" if x is None else f"{x:,}",
         "num": lambda x: "—" if x is None or x != x else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}",
-        "hours": lambda x: "—" if x is None else f"{x + 0.0 if round(x) != 0 else 0.0:,.0f} GPU-hours",
+        "hours": lambda x: "—" if x is None else f"{x:,.0f} GPU-hours" if round(x) != 0 or x == 0 else
+        f"{x:.2g} GPU-hours",           # under one, its sign and two digits: a -0.08 saving is not '0' or '-0'
         "count": lambda n, noun: f"{n:g} {noun}" + ("" if n == 1 else "s"),
         "setting": setting_text,
     })
