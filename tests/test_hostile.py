@@ -606,7 +606,7 @@ def test_a_chunked_budget_below_the_running_sequences_is_refused_as_engines_refu
 
 def test_a_million_requests_at_one_rate_are_refused_by_their_cost(tmp_path):
     # issue 27 case 3: 1,000,000 requests at one rate took 88 s and 1.8 GB; at least 10 + 3 x 100 = 310
-    # token-steps a request a side, 620,000,000 in all: over the 250,000,000 limit, refused at once
+    # token-steps a request a side, 620,000,000 in all: over the 200,000,000 limit, refused at once
     w = _traffic(tmp_path, {"rates": [5], "requests": 1_000_000, "prompt_tokens": 100, "output_tokens": 10})
     res = run("run", CLAIMS / "kv2x.yaml", "-w", w, seconds=10)
     assert res.exit_code == 1 and "token-steps" in res.stderr and f"{w}" in res.stderr

@@ -32,7 +32,7 @@ class Limits:
     stacked_cards: int = _limit(16, "cards one stack may load, nested stacks included")
     calibration_rows: int = _limit(10_000, "rows of one calibration file")
     serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")
-    serving_work: int = _limit(250_000_000, (
+    serving_work: int = _limit(200_000_000, (
         "token-steps one run may simulate (model/serving.py: an output token 1, an iteration 100 plus 2 for each "
         "sequence it visits), every rate, the rate search and both sides of every model and chip with traffic; "
         "charged as it is spent, so a run stops within about 30 s on a 2-core machine"))

@@ -92,8 +92,10 @@ class GapSketch:
         assert self._hist is not None
         with np.errstate(divide="ignore"):
             at = np.floor(np.log(np.maximum(v, self.LOW * 0.5) / self.LOW) / np.log1p(self.WIDTH)) + 1
-        self._hist += np.bincount(np.clip(at, 0, self._BINS - 1).astype(np.int64), weights=w,
-                                  minlength=self._BINS)
+        idx = np.clip(at, 0, self._BINS - 1).astype(np.int64)
+        low = int(idx.min())                  # count over the bins the values span, not all of them (O(values))
+        counts = np.bincount(idx - low, weights=w)
+        self._hist[low:low + counts.size] += counts
 
     def merge(self, other: GapSketch) -> None:
         """Add every gap ``other`` holds."""
