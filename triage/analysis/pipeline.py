@@ -99,7 +99,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
-    work = serving.budget()                                         # simulated token-steps, run-wide
+    work = serving.run_budget()                                     # simulated token-steps, run-wide
     served, g = serving.price(m, claim, g, work=work)               # a workload's traffic: the queue
     shipped = incumbent.price(m, claim, g, models)                  # what engines already ship in its place
     inc_s = shipped.request_s if shipped is not None else None

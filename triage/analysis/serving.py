@@ -30,7 +30,6 @@ from ..model.serving import ITERATION_STEPS, Budget, Outcome, Requests, simulate
 STABLE = 0.9                  # completions per arrival, at least, for a rate to count as served
 SEARCH_STEPS = 8              # bisection steps of the largest rate at the SLO (0.4 % of the bracket)
 DOUBLINGS = 20                # the search's doublings (or quarterings) from the largest rate, at most
-RATE_MIN, RATE_MAX = SERVING_RATE_MIN, SERVING_RATE_MAX   # requests/s: the rates a search considers
 
 
 def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -205,12 +204,12 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
     SLO or when even a rate 1/1000 of the hint fails."""
     if traffic.slo_ttft_s is None and traffic.slo_tbt_s is None and traffic.slo_tpot_s is None:
         return None
-    low, high = 0.0, min(max(hint, RATE_MIN), RATE_MAX)
+    low, high = 0.0, min(max(hint, SERVING_RATE_MIN), SERVING_RATE_MAX)
     for _ in range(DOUBLINGS):                # up from the hint while the SLO holds
         if not side.run(traffic, high)["slo_met"]:
             break
-        low, high = high, min(high * 2, RATE_MAX)
-        if low == RATE_MAX:
+        low, high = high, min(high * 2, SERVING_RATE_MAX)
+        if low == SERVING_RATE_MAX:
             return low
     else:
         return low
@@ -218,7 +217,7 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
         if low:
             break
         probe = high / 4
-        if probe < RATE_MIN:
+        if probe < SERVING_RATE_MIN:
             return 0.0
         if side.run(traffic, probe)["slo_met"]:
             low = probe
@@ -325,9 +324,9 @@ def _at(block: Settings, message: str) -> Problem:
     return Problem(block.name, path="$.traffic", message=message)
 
 
-def budget() -> Budget:
+def run_budget() -> Budget:
     """The token-steps one run may simulate (limit serving_work), to share between its simulations."""
-    return Budget(LIMITS.serving_work, LIMITS.serving_work)
+    return Budget(LIMITS.serving_work)
 
 
 def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
@@ -375,7 +374,7 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: 
     ``work``: the run's budget (shared with its sensitivity variants)."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g, work or budget())
+    results = known if known is not None else _simulate(m, claim, g, work or run_budget())
     gain = np.full(len(m), np.nan)
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
     claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)

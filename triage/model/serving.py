@@ -141,14 +141,16 @@ class Budget:
     """Token-steps a run may still simulate, charged where they are spent (preemptions and batch sizes the
     estimate before the run could not know); ValueError once spent."""
 
-    left: float = math.inf
     limit: float = math.inf
+    spent: float = 0.0
 
     def charge(self, steps: float) -> None:
-        self.left -= steps
-        if self.left < 0:
+        self.spent += steps
+        if self.spent > self.limit:
             raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
                              f"requests, rates or output tokens, or a scheduler that preempts less")
+
+
 FLUSH = 1 << 16              # token gaps gathered as Python floats before they move into the sketch
 JUMP = 1 << 20               # decode steps one jump prices at most (its step times are one array)
 

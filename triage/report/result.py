@@ -13,6 +13,7 @@ from ..analysis.evaluation import Evaluation
 from ..analysis.regions import Analysis
 from ..inputs import units
 from ..inputs.claim import Claim
+from ..inputs.workloads import Settings
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from . import cells as cells_mod
@@ -146,7 +147,7 @@ def _attention_text(mod: Any) -> str:
     return text
 
 
-def _engine_text(s: Any) -> str:
+def _engine_text(s: Settings) -> str:
     """The efficiencies and fixed costs a workload is priced at: its own, or its engine profile's per chip (the
     values each cell used, not the shipped defaults)."""
     def values(v: dict[str, float]) -> str:
