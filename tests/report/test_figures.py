@@ -112,7 +112,7 @@ def test_png_without_the_extra_is_a_user_error(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_resvg)
-    with pytest.raises(triage.UserError, match="pip install 'triage\\[png\\]'"):
+    with pytest.raises(triage.UserError, match="pip install 'llm-triage\\[png\\]'"):
         to_png("<svg xmlns='http://www.w3.org/2000/svg'/>")
 
 

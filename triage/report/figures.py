@@ -514,5 +514,5 @@ def to_png(svg: str) -> bytes:
         import resvg_py
     except ImportError:              # an optional dependency: say how to get it
         raise UserError([Problem("--figures png", path="", message=(
-            "PNG figures need the png extra: pip install 'triage[png]'"))]) from None
+            "PNG figures need the png extra: pip install 'llm-triage[png]'"))]) from None
     return bytes(resvg_py.svg_to_bytes(svg_string=svg))

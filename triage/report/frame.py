@@ -24,7 +24,7 @@ _CHUNK = 65_536
 
 def _pyarrow() -> Any:
     try:
-        import pyarrow  # optional: pip install 'triage[frame]'
+        import pyarrow  # optional: pip install 'llm-triage[frame]'
     except ImportError:
         return None
     return pyarrow
@@ -61,7 +61,7 @@ def writer(columns: dict[str, np.ndarray], fmt: str) -> Callable[[BinaryIO], Non
     if fmt == "parquet":
         if pa is None:
             raise UserError([Problem("--output", path="", message=(
-                "Parquet needs pyarrow: pip install 'triage[frame]' (or write .csv)"))])
+                "Parquet needs pyarrow: pip install 'llm-triage[frame]' (or write .csv)"))])
 
         def parquet(fh: BinaryIO) -> None:
             import pyarrow.parquet as pq

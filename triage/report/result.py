@@ -79,9 +79,9 @@ class Result:
         """The cells as a pandas DataFrame, one row per cell, columns named as the JSON's, flattened
         (``baseline.time_s.end_to_end``); reasons are words and stay in the JSON. Needs the ``frame`` extra."""
         try:
-            import pandas as pd  # optional: pip install 'triage[frame]'
+            import pandas as pd  # optional: pip install 'llm-triage[frame]'
         except ImportError as exc:
-            raise ImportError("Result.to_frame needs pandas: pip install 'triage[frame]'") from exc
+            raise ImportError("Result.to_frame needs pandas: pip install 'llm-triage[frame]'") from exc
         return pd.DataFrame(self.columns())
 
     def assumptions(self) -> list[dict[str, str]]:
