@@ -25,17 +25,23 @@ def test_parse_exact(text, kind, expected):
     assert units.parse(text, kind) == pytest.approx(expected, rel=1e-15)
 
 
-def test_bare_numbers_are_base_units_except_times():
-    assert units.parse(2039000000000, "bandwidth") == 2.039e12
+def test_zero_and_documented_base_unit_formats_read_bare_numbers():
     assert units.parse(0, "time", allow_zero=True) == 0.0            # zero reads the same in any unit
-    assert units.parse(0.05, "time", bare_seconds=True) == 0.05      # a format that documents seconds
+    assert units.parse(0.05, "time", bare_base=True) == 0.05      # a format that documents seconds
 
 
-@pytest.mark.parametrize("value,hint", [(50, "50 → '50 ms'?"), ("50", "50 → '50 ms'?"),
-                                        (0.05, "0.05 → '0.05 s' or '50 ms'?")])
-def test_a_time_is_never_read_from_a_bare_number(value, hint):
+@pytest.mark.parametrize("value,kind,hint", [
+    (50, "time", "50 → '50 ms'?"), ("50", "time", "50 → '50 ms'?"), (0.05, "time", "0.05 → '0.05 s' or '50 ms'?"),
+    # the newcomer's L40S entry: 'memory: 48' was 48 B and every cell DOES-NOT-FIT
+    (48, "bytes", "a size needs its unit: 48 → '48 GB' or '48 GiB'?"),
+    (864, "bandwidth", "a bandwidth needs its unit: 864 → '864 GB/s'?"),
+    (3.35, "bandwidth", "3.35 → '3.35 TB/s'?"), (2039000000000, "bandwidth", "'2.039e+12 B/s'?"),
+    (362, "compute", "a throughput needs its unit: 362 → '362 TFLOP/s'?"),
+    (2.9e13, "flops", "'2.9e+13 FLOP'?"),
+])
+def test_a_quantity_is_never_read_from_a_bare_number(value, kind, hint):
     with pytest.raises(units.UnitError, match=re.escape(hint)):
-        units.parse(value, "time")
+        units.parse(value, kind)
 
 
 def test_binary_gib_differs_from_decimal_gb_by_7_percent():

@@ -228,7 +228,7 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     else:
         key = next(k for k in TIMES if raw.get(k))
         try:
-            measured = units.parse(raw[key], "time", bare_seconds=key.endswith("_s"))
+            measured = units.parse(raw[key], "time", bare_base=key.endswith("_s"))
         except units.UnitError as exc:
             hint = f" (or give it in the {key}_s column, in seconds)" if not key.endswith("_s") else ""
             raise UserError([Problem(file, line, 1, f"$.{key}", f"{exc}{hint}")]) from None

@@ -33,7 +33,7 @@ def _number(raw: Any, kind: str | None, where: Problem) -> float | None:
     if raw is None or raw == "":
         return None
     try:
-        value = units.parse(raw, kind, bare_seconds=True) if kind else float(raw)
+        value = units.parse(raw, kind, bare_base=True) if kind else float(raw)
     except (units.UnitError, ValueError, TypeError, OverflowError) as exc:
         raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
     if not math.isfinite(value) or value < 0:

@@ -65,35 +65,44 @@ MINIMA = {"bytes": (1.0, "1 B"), "bandwidth": (1e9, "1 GB/s"), "compute": (1e9, 
           "flops": (1.0, "1 FLOP"), "time": (1e-9, "1 ns")}
 
 
-def _bare_time(number: float) -> str:
-    """The error for a time written without its unit, with the likely reading."""
-    guess = f"'{number:g} ms'" if number >= 1 else f"'{number:g} s' or '{number * 1e3:g} ms'"
-    return f"a time needs its unit: {number:g} → {guess}?"
+def _bare(number: float, kind: str) -> str:
+    """The error for a quantity written without its unit, with the likely reading (a datasheet's own unit)."""
+    if kind == "time":
+        guess = f"'{number:g} ms'" if number >= 1 else f"'{number:g} s' or '{number * 1e3:g} ms'"
+    elif kind == "bytes":
+        guess = f"'{number:g} GB' or '{number:g} GiB'" if number < 1e5 else f"'{number:g} B'"
+    elif kind == "bandwidth":
+        guess = f"'{number:g} TB/s'" if number < 50 else f"'{number:g} GB/s'" if number < 1e6 else f"'{number:g} B/s'"
+    elif kind == "compute":
+        guess = f"'{number:g} TFLOP/s'" if number < 1e6 else f"'{number:g} FLOP/s'"
+    else:
+        guess = f"'{number:g} FLOP'"
+    return f"a {NOUNS[kind]} needs its unit: {number:g} → {guess}?"
 
 
-def parse(value: object, kind: str, allow_zero: bool = False, bare_seconds: bool = False) -> float:
-    """Return ``value`` (a number in base units, or "<number> <unit>") as a float in base units.
+def parse(value: object, kind: str, allow_zero: bool = False, bare_base: bool = False) -> float:
+    """Return ``value`` ("<number> <unit>") as a float in base units.
 
-    A time is never read from a bare number (is 50 seconds or milliseconds?) unless it is 0 or the caller's
-    format documents seconds (``bare_seconds``). Refuses negatives, zero (unless ``allow_zero``), non-finite,
-    implausibly small and absurdly large values.
+    A quantity is never read from a bare number (is memory 48 bytes or GB? is 50 seconds or milliseconds?)
+    unless it is 0 or the caller's format documents base units (``bare_base``: a CSV column in seconds).
+    Refuses negatives, zero (unless ``allow_zero``), non-finite, implausibly small and absurdly large values.
     """
     noun = NOUNS[kind]
     if isinstance(value, bool):
         raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got a boolean")
     if isinstance(value, (int, float)):
         number = float(value)
-        if kind == "time" and number != 0 and not bare_seconds and math.isfinite(number):
-            raise UnitError(_bare_time(number))
+        if number != 0 and not bare_base and math.isfinite(number):
+            raise UnitError(_bare(number, kind))
     elif isinstance(value, str):
         match = _QUANTITY.match(value)
         if not match:
             raise UnitError(f"expected a {noun} like {EXAMPLES[kind]}, got {value!r}")
         text, unit = match.groups()
-        if kind == "time" and not unit and float(text) != 0 and not bare_seconds:
-            raise UnitError(_bare_time(float(text)))
+        if not unit and float(text) != 0 and not bare_base:
+            raise UnitError(_bare(float(text), kind))
         factors = UNITS[kind]
-        if kind == "time" and not unit and bare_seconds:        # a format that documents seconds, as text (CSV)
+        if not unit and bare_base:        # a format that documents base units, as text (CSV)
             factors = {"": 1.0}
         if unit not in factors:
             other = next((k for k, table in UNITS.items() if unit and unit in table), None)
