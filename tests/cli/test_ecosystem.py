@@ -8,7 +8,6 @@ import yaml
 from click.testing import CliRunner
 
 from triage.cli import main
-from triage.inputs import cards
 from triage.io.resources import schema
 
 from conftest import CLAIMS, ROOT
@@ -41,14 +40,17 @@ def test_schema_command_prints_both_schemas(runner):
 
 
 @pytest.mark.parametrize("direction", ["attention", "cache", "weights", "decoding", "system"])
-def test_new_writes_a_valid_commented_card_and_never_overwrites(runner, tmp_path, direction, monkeypatch):
+def test_new_writes_a_commented_card_validate_refuses_until_filled_and_never_overwrites(runner, tmp_path, direction,
+                                                                                         monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = runner.invoke(main, ["new", "--direction", direction, "--id", "my-paper"])
     assert res.exit_code == 0, res.stderr
     path = tmp_path / "claims" / "my-paper.yaml"
     text = path.read_text()
-    claim = cards.load(path)
-    assert claim.id == "my-paper" and claim.direction == direction
+    for command in (["validate", str(path)], ["validate", "--strict", str(path)], ["run", str(path)]):
+        refused = runner.invoke(main, command)
+        assert refused.exit_code == 1 and "$.change." in refused.stderr and "placeholder" in refused.stderr
+    assert yaml.safe_load(text)["id"] == "my-paper" and yaml.safe_load(text)["direction"] == direction
     assert "Ask the authors:" in text and "needle-in-a-haystack" in text
     assert SCHEMA_LINE.match(text.splitlines()[0])
     again = runner.invoke(main, ["new", "--direction", direction, "--id", "my-paper"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, UserError
+from ..inputs.cards import PLACEHOLDER
 from ..io.files import check_target, write_atomic_all
 from ..io.resources import resource_dir
 from ..report.scaffold import card_text
@@ -50,4 +51,4 @@ def command(direction: str, card_id: str, output: Path | None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # run -o's atomic writer: a full disk leaves no empty card behind to block the rerun
     write_atomic_all([(target, card_text(card_id, direction).replace("../schemas/", _schema_prefix(target)))])
-    info(f"wrote {target}: fill in the TODOs, then `triage validate {target}`")
+    info(f"wrote {target}: replace each {PLACEHOLDER} with the paper's value, then `triage validate {target}`")

@@ -236,9 +236,32 @@ def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | Non
     return claim
 
 
+# What `triage new` writes where only the paper can say: a card still holding one is refused, not priced.
+PLACEHOLDER = "TODO"
+
+
+def _placeholders(value: Any, path: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The paths of text values that are still `triage new` placeholders (they start with PLACEHOLDER, or a
+    URL ends in it)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _placeholders(v, path + (k,))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _placeholders(v, path + (i,))]
+    text = value.strip() if isinstance(value, str) else ""
+    return [path] if text.startswith(PLACEHOLDER) or text.endswith("/" + PLACEHOLDER) else []
+
+
+def placeholder_problems(doc: Document) -> list[Problem]:
+    """One problem per placeholder left in the card: its numbers would be priced as if the paper said them."""
+    return [doc.problem(path, f"a placeholder from `triage new` ({PLACEHOLDER}): replace it with the paper's "
+                              f"value, or delete the line") for path in _placeholders(doc.data, ())]
+
+
 def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, strict_evidence: bool = False) -> Claim:
-    """A parsed card document -> Claim, or UserError listing every problem."""
-    problems = validate(doc, "claim")
+    """A parsed card document -> Claim, or UserError listing every problem (placeholders first: a schema
+    complaint about a placeholder's type would only repeat it)."""
+    left = placeholder_problems(doc)
+    problems = left + [p for p in validate(doc, "claim") if p.path not in {q.path for q in left}]
     if problems:
         raise UserError(problems)
     problems, models = _semantic(doc, catalog or catalog_mod.load())

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from ..inputs.cards import PLACEHOLDER
 from ..inputs.registry import registry
 from ..io.resources import schema
 from .directions import DIRECTIONS
@@ -26,16 +27,19 @@ def _flow(value: Any) -> str:
 
 
 def change_lines(direction: str) -> list[str]:
-    """The change section's lines: the direction's primary mechanism, then its others commented out."""
+    """The change section's lines: the direction's primary mechanism as a placeholder with its example, then
+    the others commented out."""
     descriptions = schema("claim")["properties"]["change"]["properties"]
     keys = [PRIMARY[direction]] + [k for k, info in registry().items()
                                     if direction in info.directions and k != PRIMARY[direction]]
     lines = []
     for n, key in enumerate(keys):
         info = registry()[key]
-        text = f"{key}: {_flow(info.example)}"
         help_text = descriptions[key].get("description", "")
-        lines.append(f"  {'' if n == 0 else '# '}{text}  # {help_text}")
+        if n == 0:
+            lines.append(f"  {key}: {PLACEHOLDER}  # e.g. {_flow(info.example)}: {help_text}")
+        else:
+            lines.append(f"  # {key}: {_flow(info.example)}  # {help_text}")
     return lines
 
 _QUESTIONS = [
@@ -47,10 +51,12 @@ _QUESTIONS = [
 
 
 def card_text(card_id: str, direction: str) -> str:
-    """The text of a new card: every field, commented, valid as written."""
+    """The text of a new card: every field, commented; its placeholders (PLACEHOLDER) are refused by
+    `validate` and `run` until the paper's values replace them."""
     question, number, failure = DIRECTIONS[direction]
     change = "\n".join(change_lines(direction))
     questions = "\n".join(f"#   {i}. {q}" for i, q in enumerate(_QUESTIONS, 1))
+    todo = PLACEHOLDER
     return f"""# yaml-language-server: $schema=../schemas/claim.schema.json
 # A claim card: what the paper claims, and its method as a change to the cost model.
 # Direction '{direction}'. The course's question: {question}
@@ -59,22 +65,22 @@ def card_text(card_id: str, direction: str) -> str:
 {questions}
 # Check it with `triage validate {card_id}.yaml`; judge it with `triage run {card_id}.yaml`.
 id: {card_id}
-title: "TODO: the method in a few words"
+title: "{todo}: the method in a few words"
 direction: {direction}
 paper:
-  title: "TODO: the paper's title"
+  title: "{todo}: the paper's title"
   authors: []
-  year: 2026
-  url: https://arxiv.org/abs/TODO
+  year: {todo}                   # the year of the version you read
+  url: https://arxiv.org/abs/{todo}
 claim:
-  text: "TODO: the headline, quoted from the abstract"
+  text: "{todo}: the headline, quoted from the abstract"
   # speedup: 1.9              # the headline gain as a ratio
   metric: tpot                # tpot | ttft | throughput | memory
-  baseline: "TODO: what the paper compared against (a weak or offloading baseline inflates the gain)"
-  source: "TODO: table or figure of the number"
+  baseline: "{todo}: what the paper compared against (a weak or offloading baseline inflates the gain)"
+  source: "{todo}: table or figure of the number"
   # scope: end-to-end         # end-to-end | kernel | attention | training | serving: what it times
   # setting: {{model: llama-2-7b, hardware: a100-80gb, phase: decode, batch: 1, context: 4096}}  # what it states
-change:                       # the example values are placeholders: replace them with the paper's
+change:                       # replace {todo} with the paper's value (the example shows the shape)
 {change}
 implementation:
   kernel: true                # false: no kernel reads the new format, reads keep the old bytes
@@ -83,7 +89,7 @@ quality:
   # retained: 0.99            # fraction of the baseline's quality (the gate is 99 %)
   evaluated_on: []
   long_context_tested: false  # needle-in-a-haystack or similar
-cost: {{gpus: 8, weeks: 2}}     # to reproduce: 8 x 2 x 168 = 2688 GPU-hours
+# cost: {{gpus: 8, weeks: 2}}   # to reproduce: 8 x 2 x 168 = 2688 GPU-hours
 # evidence:                   # one entry per number; `triage validate --strict` requires them on paper cards
 #   claim.speedup: {{quote: "TODO: the sentence or table cell, verbatim", where: "TODO: Table 3, arXiv 2401.12345v2"}}
 #   claim.setting.batch: {{quote: "TODO", where: "TODO: section, and the source's version"}}
