@@ -29,6 +29,8 @@ class Limits:
     run_files: int = _limit(2_000, "files one run may read (cards, stacks, workload files, configs, measurements)")
     run_bytes: int = _limit(64 << 20, "bytes one run may read, all files together")
     cells: int = _limit(2_000_000, "cells of one run or sweep (split a larger grid into several sweeps)")
+    flag_values: int = _limit(1_000, "values of one command-line axis (--context 1,2,…; a longer list belongs in a "
+                                     "workload file's grid)")
     stacked_cards: int = _limit(16, "cards one stack may load, nested stacks included")
     calibration_rows: int = _limit(10_000, "rows of one calibration file")
     serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")

@@ -99,8 +99,8 @@ def test_compare_reproduces_the_course_choice(runner, mix, first):
     assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["recommendation"]["first"] == first
-    gains = [o["weighted_speedup"] for o in doc["overall"]]
-    assert gains == sorted(gains, reverse=True)
+    ranks = [(["GO", "CONDITIONAL", "NO-GO"].index(o["decision"]), -o["weighted_speedup"]) for o in doc["overall"]]
+    assert ranks == sorted(ranks)                 # by decision, then by fleet gain
     # ranked by the fleet gain each claim's own cells give (mix-chat: 90 % of requests are 4k chats, but a 128k
     # request costs ~5x the GPU-time, so the long documents are ~35 % of the fleet's GPU-time and GQA + int8 KV
     # saves more of it than int8 weights do)
@@ -111,6 +111,31 @@ def test_compare_reproduces_the_course_choice(runner, mix, first):
     assert chat["best"] == "int8-weights"            # the course: workload A quantizes weights first
     doc_cell = next(c for c in doc["cells"] if c["workload"] == "docqa-128k")
     assert doc_cell["best"] == "gqa-int8-kv"         # workload B shrinks the KV first
+
+
+def test_compare_never_recommends_a_no_go_over_an_adoptable_claim(runner):
+    """The newcomer's `compare fp6 awq int8-weights` recommended AWQ while AWQ was NO-GO on 100 % of the
+    requests. GPTQ and Marlin gain more than int8 weights on the default matrix (1.385x, 1.341x vs 1.212x) but
+    are NO-GO (their quality figures fall outside the gate); int8 weights is CONDITIONAL: it goes first, and no
+    workload's best is a claim that is NO-GO there."""
+    res = runner.invoke(main, ["compare", str(CLAIMS / "gptq.yaml"), str(CLAIMS / "int8-weights.yaml"),
+                               str(CLAIMS / "marlin.yaml"), "-f", "json"])
+    doc = json.loads(res.stdout)
+    assert [(o["claim"], o["decision"]) for o in doc["overall"]] == [
+        ("int8-weights", "CONDITIONAL"), ("gptq", "NO-GO"), ("marlin", "NO-GO")]
+    assert doc["overall"][1]["weighted_speedup"] > doc["overall"][0]["weighted_speedup"]
+    assert doc["recommendation"]["first"] == "int8-weights"
+    assert "gptq gains more" in doc["recommendation"]["reason"] and "but is NO-GO" in doc["recommendation"]["reason"]
+    for c in doc["cells"]:
+        verdict = {r["claim"]: r["verdict"] for r in c["ranking"]}
+        assert c["best"] is None or verdict[c["best"]] in ("GO", "CONDITIONAL")
+    assert {o["claim"]: o["traffic_won"] for o in doc["overall"]}["gptq"] == 0.0
+
+
+def test_compare_of_only_no_go_claims_recommends_none(runner):
+    res = runner.invoke(main, ["compare", str(CLAIMS / "gptq.yaml"), str(CLAIMS / "marlin.yaml"), "-f", "json"])
+    rec = json.loads(res.stdout)["recommendation"]
+    assert rec == {"first": None, "reason": "every claim is NO-GO on this matrix"}
 
 
 def test_compare_markdown(runner):

@@ -20,6 +20,7 @@ import click
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError, escape
+from ..inputs import oneoff
 from ..io.files import Content, check_target, new_run, write_atomic_all
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
@@ -139,16 +140,52 @@ workloads_option = click.option(
     help="Workload matrix file (default: the shipped chat-4k / docqa-128k / chat-4k-b16 / prefill-2k / serve-conv).")
 model_option = click.option(
     "--model", "-m", "model", metavar="NAME|CONFIG.json",
-    help="Replace every workload's model: a catalog name or a local Hugging Face config.json.")
+    help="Replace every workload's model: a catalog name or a local Hugging Face config.json; with the matrix "
+         "flags, the models of that matrix (comma-separated).")
 catalog_option = click.option(
     "--catalog", "catalog_file", type=FILE,
     help="A user catalog (hardware: and models: entries, the workload file's format) merged over the shipped one; "
          "default: the file $TRIAGE_CATALOG names.")
 
 
+_AXIS_HELP = {
+    "hardware": ("NAME[,NAME…]", "Build the matrix from flags, no workload file: the chips (catalog names or "
+                                 "--catalog entries; default: the shipped matrix's)."),
+    "context": ("TOKENS[,…]", "The contexts of a matrix from flags, in tokens (required with the other axis "
+                              "flags); several values and several flags make a grid."),
+    "batch": ("N[,N…]", "The batch sizes of a matrix from flags (default 1)."),
+    "phase": ("decode|prefill[,…]", "The phases of a matrix from flags (default decode)."),
+    "engine": ("NAME|FILE.yaml", "The engine profile of a matrix from flags (triage catalog engines)."),
+}
+
+
+def _axis_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """The one-off flags (inputs/oneoff.py), packed into one ``axes`` argument: the command resolves them
+    inside its guard, where a bad value is an addressed error."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        fn(*args, axes={k: kwargs.pop(k) for k in _AXIS_HELP}, **kwargs)
+    for key, (metavar, text) in reversed(_AXIS_HELP.items()):
+        wrapper = click.option(f"--{key}", key, metavar=metavar, help=text)(wrapper)
+    return wrapper
+
+
+def matrix_source(workloads: Path | None, model: str | None, axes: dict[str, str | None]) -> tuple[Any, str | None]:
+    """What to price over and the model to put in it: the flags' own matrix (its model inside it), else the
+    workload file (or the shipped default) with --model replacing every workload's model."""
+    doc = oneoff.matrix(model, **axes)
+    if doc is None:
+        return workloads, model
+    if workloads is not None:
+        raise click.UsageError("-w FILE and the matrix flags (--hardware, --context, --batch, --phase) both name a "
+                               "matrix: give one")
+    return doc, None
+
+
 def matrix_options(fn: Callable[..., None]) -> Callable[..., None]:
-    """--workloads, --model and --catalog: what a command prices the claim over (run, compare, sweep)."""
-    return workloads_option(model_option(catalog_option(fn)))
+    """--workloads, --model, --catalog and the one-off axis flags: what a command prices the claim over (run,
+    compare, sweep); the command calls matrix_source with them."""
+    return workloads_option(model_option(catalog_option(_axis_options(fn))))
 
 
 output_option = click.option("--output", "-o", type=FILE, help="Write here (atomically) instead of standard output.")

@@ -9,7 +9,7 @@ import click
 
 from ..report.compare import comparison, render_markdown
 from ..report.result import evaluate
-from .common import FILE, deliver, force_option, guard, matrix_options, output_format, output_option
+from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source, output_format, output_option
 
 
 @click.command(name="compare")
@@ -21,7 +21,7 @@ from .common import FILE, deliver, force_option, guard, matrix_options, output_f
 @force_option
 @guard
 def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None,
-            catalog_file: Path | None, output: Path | None,
+            catalog_file: Path | None, axes: dict[str, str | None], output: Path | None,
             fmt: str | None, force: bool) -> None:
     """Rank claims on the same workloads: per workload, overall, and per GPU-hour of reproduction.
 
@@ -29,10 +29,12 @@ def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None,
     Example:
       triage compare claims/kv2x.yaml claims/gqa-int8-kv.yaml
       triage compare claims/*.yaml -w examples/mix-longdoc.yaml -o which-first.md
+      triage compare claims/awq.yaml claims/int8-weights.yaml --model llama-3-8b --hardware l40s --context 4096
     """
     if len(cards) < 2:
         raise click.UsageError("compare needs at least two cards")
-    results = [evaluate(card, workloads, model, analyse=False, catalog_file=catalog_file) for card in cards]
+    source, model = matrix_source(workloads, model, axes)
+    results = [evaluate(card, source, model, analyse=False, catalog_file=catalog_file) for card in cards]
     text = render_markdown(results) if output_format(fmt, output) == "md" else json.dumps(
         comparison(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     deliver(text, output, (*cards, workloads), force)

@@ -20,6 +20,7 @@ from .common import (
     force_option,
     guard,
     matrix_options,
+    matrix_source,
     output_format,
     output_option,
     output_path,
@@ -55,7 +56,7 @@ def _binary(data: bytes) -> Callable[[BinaryIO], None]:
 @force_option
 @guard
 def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model: str | None,
-            catalog_file: Path | None, output: Path | None,
+            catalog_file: Path | None, axes: dict[str, str | None], output: Path | None,
             fmt: str | None, brief: bool, figures: str, measured: Path | None, baseline: str, force: bool) -> None:
     """Evaluate a claim CARD over the workload matrix and print the decision memo.
 
@@ -64,6 +65,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/kv2x.yaml
       triage run claims/kv2x.yaml -o memo.json
       triage run claims/kv2x.yaml --model ./Meta-Llama-3-8B/config.json
+      triage run claims/fp8-inference.yaml --model llama-3-8b --hardware l40s --context 2048,32768 --batch 1,8
       triage run claims/kv2x.yaml --brief
       triage run claims/pagedattention-vllm.yaml --baseline paper
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
@@ -75,9 +77,10 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     if len(cards) > 1 and not stack:
         raise click.UsageError("several cards: add --stack to apply them together, or use `triage compare`")
     card: Any = list(cards) if len(cards) > 1 else cards[0]
+    source, model = matrix_source(workloads, model, axes)
     fmt = "brief" if brief else output_format(fmt, output)
     start = time.perf_counter()
-    result = evaluate(card, workloads, model, baseline=baseline, catalog_file=catalog_file)
+    result = evaluate(card, source, model, baseline=baseline, catalog_file=catalog_file)
     if measured is not None:
         result = with_measurements(result, measured)
     evaluated = time.perf_counter()

@@ -8,7 +8,7 @@ import click
 
 from ..report import frame
 from ..report.result import evaluate
-from .common import FILE, deliver, force_option, guard, matrix_options
+from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source
 
 
 @click.command(name="sweep")
@@ -21,7 +21,7 @@ from .common import FILE, deliver, force_option, guard, matrix_options
 @force_option
 @guard
 def command(card: Path, workloads: Path | None, model: str | None,
-            catalog_file: Path | None, output: Path, fmt: str | None,
+            catalog_file: Path | None, axes: dict[str, str | None], output: Path, fmt: str | None,
             force: bool) -> None:
     """Price CARD on every cell of a workload grid and write one row per cell.
 
@@ -33,8 +33,10 @@ def command(card: Path, workloads: Path | None, model: str | None,
     Example:
       triage sweep claims/kv2x.yaml -w grid.yaml -o cells.csv
       triage sweep claims/kv2x.yaml -w grid.yaml -o cells.parquet
+      triage sweep claims/kv2x.yaml --hardware a100-80gb,h100-sxm --context 1024,4096,16384 --batch 1,8,64 -o cells.csv
     """
     fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
-    result = evaluate(card, workloads, model, analyse=False, catalog_file=catalog_file)
+    source, model = matrix_source(workloads, model, axes)
+    result = evaluate(card, source, model, analyse=False, catalog_file=catalog_file)
     deliver(frame.writer(result.columns(), fmt), output, (card, workloads), force,
             f" ({len(result):,} cells, {fmt})")

@@ -2,9 +2,10 @@
 
 The course's Monday-morning question is which to do first, and its answer
 depends on the traffic mix: per workload the claims are ranked by their
-end-to-end gain (the bound where end-to-end is undefined); overall by the
-fleet gain (GPU-time over GPU-time for the same requests), beside the reproduction cost and the gain per 1000
-GPU-hours.
+end-to-end gain (the bound where end-to-end is undefined), and a workload's best is the highest gain among
+the claims whose verdict there is GO or CONDITIONAL; overall by decision first (GO, then CONDITIONAL, then
+NO-GO: a NO-GO is never recommended, whatever its gain), then by the fleet gain (GPU-time over GPU-time for
+the same requests), beside the reproduction cost and the gain per 1000 GPU-hours.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..analysis.evaluation import Evaluation
-from ..model.verdicts import LABELS
-from .result import Result
+from ..model.verdicts import CONDITIONAL, LABELS, NO_GO
+from .result import Result, rerun_arguments
 from .templates import Trusted, render
 
 
@@ -36,7 +37,8 @@ def comparison(results: list[Result]) -> dict[str, Any]:
     theo = [ev.gaps.speedup_theoretical.tolist() for ev in evs]
     verdicts = [np.asarray(LABELS)[ev.verdicts.code].tolist() for ev in evs]
     order = np.argsort(-gains, axis=0, kind="stable")                 # best first, ties in card order
-    best = np.where(gains[order[0], np.arange(len(m))] > 1.0, order[0], -1)
+    pays = np.where(np.stack([ev.verdicts.code <= CONDITIONAL for ev in evs]) & (gains > 1.0), gains, 0.0)
+    best = np.where(pays.max(axis=0) > 1.0, pays.argmax(axis=0), -1)  # the best claim a cell would adopt
     labels = {t: m.labels(t).tolist() for t in ("blocks", "models", "hardware")}
     gain_rows, best_list = gains.T.tolist(), best.tolist()
     cells = []
@@ -56,23 +58,32 @@ def comparison(results: list[Result]) -> dict[str, Any]:
                         "weighted_speedup": gain, "theoretical": d.weighted_theoretical, "gpu_hours": hours,
                         "gain_per_1000_gpu_hours": (gain - 1.0) / hours * 1000 if hours else None,
                         "traffic_won": float(m.share[best == k].sum()), "warnings": list(ev.warnings)})
-    overall.sort(key=lambda row: -row["weighted_speedup"])
+    overall.sort(key=lambda row: (LABELS.index(row["decision"]), -row["weighted_speedup"]))
     first = overall[0]
-    return {"claims": ids, "workloads": m.source, "cells": cells, "overall": overall,
-            "recommendation": {"first": first["claim"] if first["weighted_speedup"] > 1.0 else None,
-                               "reason": _reason(overall)}}
+    adoptable = first["decision"] != LABELS[NO_GO] and first["weighted_speedup"] > 1.0
+    return {"claims": ids, "files": [ev.claim.file for ev in evs], "workloads": m.source,
+            "rerun": rerun_arguments(m.source).strip(), "cells": cells, "overall": overall,
+            "recommendation": {"first": first["claim"] if adoptable else None, "reason": _reason(overall)}}
 
 
 def _reason(overall: list[dict[str, Any]]) -> str:
+    """Why the first is first (overall is sorted by decision, then fleet gain)."""
     best = overall[0]
+    if best["decision"] == LABELS[NO_GO]:
+        return "every claim is NO-GO on this matrix"
     if best["weighted_speedup"] <= 1.0:
         return "no claim speeds up this traffic mix"
-    text = (f"{best['claim']} has the highest fleet gain ({best['weighted_speedup']:.3f}x) and wins "
-            f"{best['traffic_won'] * 100:.0f} % of the requests")
+    better = [o for o in overall if o["weighted_speedup"] > best["weighted_speedup"]]
+    text = (f"{best['claim']} is {best['decision']} with a fleet gain of {best['weighted_speedup']:.3f}x and is "
+            f"the best adoptable claim on {best['traffic_won'] * 100:.0f} % of the requests")
+    if better:
+        text += "; " + ", ".join(f"{o['claim']} gains more ({o['weighted_speedup']:.3f}x) but is {o['decision']}"
+                                 for o in better)
     if len(overall) > 1:
         nxt = overall[1]
-        text += f"; next {nxt['claim']} at {nxt['weighted_speedup']:.3f}x"
-        cheap = [o for o in overall if o["gain_per_1000_gpu_hours"] is not None]
+        if nxt not in better:
+            text += f"; next {nxt['claim']} ({nxt['decision']}, {nxt['weighted_speedup']:.3f}x)"
+        cheap = [o for o in overall if o["gain_per_1000_gpu_hours"] is not None and o["decision"] != LABELS[NO_GO]]
         if cheap:
             value = max(cheap, key=lambda o: o["gain_per_1000_gpu_hours"])
             if value["claim"] != best["claim"]:

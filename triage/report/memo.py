@@ -16,7 +16,7 @@ from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import figures as figures_mod
 from . import serving as serving_view
 from .describe import describe
-from .result import Result, evidence_rows
+from .result import Result, evidence_rows, rerun_arguments
 from .templates import Trusted, render
 
 MARKER = "<!-- triage decision memo"
@@ -238,7 +238,9 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "figure_points": LIMITS.figure_points,
         "serving": serving_view.views(result.evaluation),
         "marker": Trusted(MARKER),
+        "rerun": rerun_arguments(result.matrix.source),
     }
+
 
 
 def _questions(d: dict[str, Any]) -> list[dict[str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,9 @@ import numpy as np
 from ..analysis import measured, pipeline
 from ..analysis.evaluation import Evaluation
 from ..analysis.regions import Analysis
-from ..inputs import units
+from ..inputs import oneoff, units
 from ..inputs.claim import Claim
-from ..inputs.workloads import Settings
+from ..inputs.workloads import Settings, Workloads
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from . import cells as cells_mod
@@ -233,3 +234,12 @@ def card_assumptions(card: dict[str, Any]) -> list[dict[str, str]]:
     scale's bits the code does not state): the assumptions a number of the memo rests on, beside the catalog's."""
     return [{"what": f"card {row['path']}", "value": str(row["value"]), "source": f"assumption: {row['assumption']}"}
             for row in evidence_rows(card) if row.get("assumption")]
+
+
+def rerun_arguments(source: str) -> str:
+    """What `triage run CARD` needs after the card to price the same matrix again: the flags it was built from,
+    -w and the workload file, or nothing (the shipped default; a Python dict cannot be named)."""
+    flags = oneoff.flags_of(source)
+    if flags is not None:
+        return " " + flags
+    return "" if source == Workloads.source or source.startswith("<") else f" -w {shlex.quote(source)}"
