@@ -556,7 +556,8 @@ def test_long_outputs_keep_token_gaps_in_fixed_memory(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))
 
     w = _traffic(tmp_path, {"rates": [1], "requests": 10, "warmup": 0, "prompt_tokens": 10,
-                            "output_tokens": 2_000_000}, {"policy": "continuous", "max_seqs": 1}, "tiny", models=TINY)
+                            "output_tokens": 2_000_000, "slo": {}},       # no bounds: no rate search, one rate
+                 {"policy": "continuous", "max_seqs": 1}, "tiny", models=TINY)
     proc = subprocess.run([sys.executable, "-m", "triage", "run", str(CLAIMS / "kv2x.yaml"), "-w", str(w), "-f",
                            "json"], capture_output=True, text=True, timeout=120, preexec_fn=cap,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})

@@ -178,3 +178,47 @@ def test_an_moe_model_in_a_serving_simulation_is_said_to_be_approximate(tmp_path
          "workloads": [{"name": "w", "context": 1024, "traffic": {"rate": 2, "requests": 100}}]}
     d = triage.evaluate(KV, w, analyse=False).to_dict()
     assert "serving-moe" in {x["code"] for x in d["warnings"]}
+
+
+# ---- a serving workload takes what it needs (issue: "Serving asks for what it does not use") ----------------
+
+ISSUE_SVC = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb", "slo": {"ttft": "2 s", "tpot": "100 ms"}},
+             "workloads": [{"name": "svc", "traffic": {"rates": [0.05, 4, 400], "arrivals": "poisson",
+                                                       "prompt_tokens": 512, "output_tokens": 128,
+                                                       "requests": 300}}]}
+
+
+def test_a_traffic_workload_needs_no_context_and_takes_the_defaults_slo():
+    """The newcomer's workload was refused for want of a step-level context the simulation ignores, and its
+    defaults' SLO did not reach the rate search (max_rate_at_slo_rps was null)."""
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", ISSUE_SVC).to_dict()
+    (cell,) = d["cells"]
+    assert (cell["context"], cell["batch"]) == (512 + 128 // 2, 1)     # mean prompt + half the mean output
+    for side in ("baseline", "claim"):
+        assert cell["serving"][side]["max_rate_at_slo_rps"] > 0.05     # the defaults' bounds were searched
+    b = cell["serving"]["baseline"]["rates"]
+    assert [r["rate_rps"] for r in b] == [0.05, 4, 400]
+    assert b[0]["slo_met"] and not b[2]["slo_met"]                      # 400 requests/s is far past capacity
+
+
+def test_traffic_slo_replaces_the_workloads_bounds_and_its_absence_keeps_them(tmp_path):
+    own = {**ISSUE_SVC, "workloads": [{"name": "svc", "traffic": {**ISSUE_SVC["workloads"][0]["traffic"],
+                                                                  "rates": [4], "slo": {"ttft": "1 ms"}}}]}
+    (cell,) = triage.evaluate(CLAIMS / "kv2x.yaml", own).to_dict()["cells"]
+    # a 1 ms TTFT is below one 512-token prefill on an A100 (2 x 6.7e9 x 512 FLOP / 312 TFLOP/s = 22 ms):
+    # no rate meets it, so the traffic's own bound, not the defaults' 2 s, was applied
+    assert cell["serving"]["baseline"]["max_rate_at_slo_rps"] == 0.0          # searched: no rate meets it
+    assert not cell["serving"]["baseline"]["rates"][0]["slo_met"]
+
+
+def test_a_traced_workload_stands_its_step_cell_at_the_traces_mean_context():
+    import csv
+    with TRACE.open() as f:
+        rows = list(csv.DictReader(f))
+    prompt = sum(int(r["ContextTokens"]) for r in rows) / len(rows)
+    output = sum(int(r["GeneratedTokens"]) for r in rows) / len(rows)
+    w = {"workloads": [{"name": "t", "traffic": {"rates": [2], "arrivals": {"trace": str(TRACE)},
+                                                 "prompt_tokens": "trace", "output_tokens": "trace",
+                                                 "requests": 100}}]}
+    m = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert {c["context"] for c in m["cells"]} == {round(prompt + output / 2)}

@@ -47,3 +47,18 @@ def test_the_python_api_reads_afresh_for_every_evaluation(tmp_path):
         triage.evaluate({"id": "t", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}},
                         tmp_path / f"w{i}.yaml", analyse=False)
     assert len(files.READS.files) == 1
+
+
+def test_an_output_into_missing_folders_makes_them_and_a_failed_write_removes_them(tmp_path):
+    """`-o out/memos/kv2x.md` into folders that do not exist yet was an error; now they are made, and a write
+    that fails leaves neither the file nor the folders it made."""
+    target = tmp_path / "out" / "memos" / "kv2x.md"
+    write_atomic_all([(target, "memo\n")])
+    assert target.read_text() == "memo\n"
+
+    def broken(stream):
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(UserError, match="cannot write: No space left on device"):
+        write_atomic_all([(tmp_path / "new" / "deeper" / "x.md", broken)])
+    assert not (tmp_path / "new").exists()

@@ -60,6 +60,9 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
             fmt: str | None, brief: bool, figures: str, measured: Path | None, baseline: str, force: bool) -> None:
     """Evaluate a claim CARD over the workload matrix and print the decision memo.
 
+    A workload with traffic: is also served request by request (the memo's "Serving: the request level":
+    TTFT, TBT and TPOT percentiles, goodput and the largest request rate at the SLO, for baseline and claim).
+
     \b
     Example:
       triage run claims/kv2x.yaml
@@ -68,6 +71,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/fp8-inference.yaml --model llama-3-8b --hardware l40s --context 2048,32768 --batch 1,8
       triage run claims/kv2x.yaml --brief
       triage run claims/pagedattention-vllm.yaml --baseline paper
+      triage run claims/sarathi-serve.yaml -w examples/serving-conv.yaml
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
     output = output_path(output)

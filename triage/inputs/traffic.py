@@ -76,6 +76,14 @@ class Lengths:
     a: float = 0.0               # the number, the median, or the low end
     b: float = 0.0               # sigma, or the high end
 
+    def mean(self, column: np.ndarray | None) -> float:
+        """The mean length in tokens (a log-normal's is median·exp(sigma²/2)); ``column`` is the trace's."""
+        if self.kind == "trace":
+            return float(np.mean(column)) if column is not None and len(column) else 0.0
+        if self.kind == "lognormal":
+            return self.a * math.exp(self.b ** 2 / 2)
+        return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
+
 
 @dataclass(frozen=True)
 class Traffic:
@@ -98,6 +106,15 @@ class Traffic:
     ttft_at: str = "p99"         # the percentile each bound applies to
     tbt_at: str = "p99"
     tpot_at: str = "p99"
+    own_slo: bool = False        # traffic: slo: was given (its bounds, none for {}), replacing the workload's
+
+    def step_context(self) -> int:
+        """The context, in tokens, of the step-level cell a traffic workload shows when it states none: the
+        mean prompt plus half the mean output, a decode step's mean context over a request."""
+        trace = self.trace
+        prompt = self.prompt.mean(trace.prompt if trace else None)
+        output = self.output.mean(trace.output if trace else None)
+        return max(1, round(prompt + output / 2))
 
 
 def _lengths(doc: Document, path: tuple[Any, ...], value: Any, problems: list[Problem]) -> Lengths:
@@ -168,7 +185,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
                    int(raw.get("seed", 0)), warmup, times["ttft"], times["tbt"],
                    times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", "p99"),
-                   slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"))
+                   slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"), "slo" in raw)
 
 
 def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:

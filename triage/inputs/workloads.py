@@ -324,6 +324,8 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
     for i, entry in enumerate(doc.data.get("workloads", [])):
         layer = _parse_settings(doc, ("workloads", i), problems)
         merged = _merge(defaults, layer, override)
+        if "context" not in merged and isinstance(merged.get("traffic"), traffic_mod.Traffic):
+            merged["context"] = merged["traffic"].step_context()      # its step-level cell: the traffic's lengths
         if "context" not in merged:
             problems.append(doc.problem(("workloads", i), "this workload needs 'context' (here or under "
                                                           "defaults:)"))
@@ -338,7 +340,10 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         settings = _settings(merged, entry["name"], entry.get("description", ""), engine, explicit)
         if settings.traffic is not None:
             at = ("workloads", i, "traffic") if "traffic" in layer else ("defaults", "traffic")
-            settings = replace(settings, traffic_at=doc.problem(at, ""))
+            traffic = settings.traffic
+            if not traffic.own_slo:             # no traffic: slo: the workload's slo: bounds the simulation too
+                traffic = replace(traffic, slo_ttft_s=settings.slo_ttft_s, slo_tpot_s=settings.slo_tpot_s)
+            settings = replace(settings, traffic=traffic, traffic_at=doc.problem(at, ""))
         blocks.append((Block(settings), ("workloads", i)))
     names = [b.settings.name for b, _ in blocks]
     for i, name in enumerate(names):

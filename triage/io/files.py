@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -99,18 +100,21 @@ Content: TypeAlias = "str | Callable[[BinaryIO], None]"
 
 def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | str, ...] = (),
                      force: bool = False) -> None:
-    """Write several outputs together: every target is checked first, each is written to a temporary file
-    beside it, and only when all are written are they renamed into place (a failure leaves none behind).
+    """Write several outputs together: every target is checked first, missing folders are made, each is
+    written to a temporary file beside it, and only when all are written are they renamed into place (a
+    failure leaves none behind, nor the folders it made).
 
     ``content`` is text, or a function that streams bytes into a file.
     """
     targets = [Path(p) for p, _ in outputs]
     for target in targets:
-        check_target(target, inputs, force)
+        check_target(target, inputs, force, parents=True)
     staged: list[tuple[str, Path]] = []
+    made: list[Path] = []
     try:
         for target, (_, content) in zip(targets, outputs, strict=True):
             directory = target.parent if str(target.parent) else Path(".")
+            made += _make_folders(directory)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
             staged.append((tmp, target))
             with os.fdopen(fd, "wb") as fh:
@@ -125,14 +129,29 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
             os.replace(tmp, target)
             _remember(target)
     except OSError as exc:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
+        _undo(staged, made)
         raise UserError([Problem(str(targets[len(staged) - 1] if staged else targets[0]), path="",
                                  message=f"cannot write: {exc.strerror or exc}")]) from None
     except BaseException:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
+        _undo(staged, made)
         raise
+
+
+def _make_folders(directory: Path) -> list[Path]:
+    """Make ``directory`` and its missing parents (``-o out/memos/kv2x.md``); the ones made, outermost first."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()][::-1]
+    for d in missing:
+        d.mkdir()
+    return missing
+
+
+def _undo(staged: list[tuple[str, Path]], made: list[Path]) -> None:
+    """Remove the temporary files of a failed write, then the folders it made (innermost first)."""
+    for tmp, _ in staged:
+        Path(tmp).unlink(missing_ok=True)
+    for d in reversed(made):
+        with contextlib.suppress(OSError):
+            d.rmdir()
 
 
 _KINDS = {stat.S_IFDIR: "is a directory", stat.S_IFCHR: "is a device", stat.S_IFBLK: "is a device",

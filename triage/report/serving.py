@@ -63,7 +63,8 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
                  "ttft_p99": _t(x["ttft_s"]["p99"]), "tbt_p50": _t(x["tbt_s"]["p50"]), "tbt_p99": _t(x["tbt_s"]["p99"]),
                  "tpot_p50": _t(x["tpot_s"]["p50"]),
                  "throughput": x["throughput_rps"], "goodput": x["goodput_rps"], "batch": x["mean_batch"],
-                 "slo_met": x["slo_met"]}
+                 "within": x["goodput_rps"] / x["throughput_rps"] if x["throughput_rps"] > 0 else None,
+                 "slo_met": x["slo_met"] if slo else None}
                 for x_b, x_c in zip(b["rates"], c["rates"], strict=True)
                 for side, x in (("baseline", x_b), ("claim", x_c))]
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
