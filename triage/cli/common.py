@@ -82,7 +82,7 @@ def check_output(output: Path | None, inputs: tuple[Path | None, ...], force: bo
     """Refuse an impossible -o before any work (a device, a pipe, a foreign file, an input): the same checks
     ``deliver`` repeats when it writes, with the files the run read by then."""
     if output is not None:
-        check_target(output, tuple(p for p in inputs if p is not None), force, parents=True)
+        check_target(output, tuple(p for p in inputs if p is not None), force)
 
 
 def output_path(output: Path | None) -> Path | None:

@@ -11,7 +11,7 @@ import click
 
 from ..errors import Problem, UserError
 from ..inputs.cards import PLACEHOLDER
-from ..io.files import check_target, write_atomic_all
+from ..io.files import write_atomic_all
 from ..io.resources import resource_dir
 from ..report.scaffold import card_text
 from .common import FILE, guard, info
@@ -47,8 +47,7 @@ def command(direction: str, card_id: str, output: Path | None) -> None:
     target = output or Path("claims") / f"{card_id}.yaml"
     if os.path.lexists(target):          # even a card triage wrote: it is the user's once written
         raise UserError([Problem(str(target), path="", message="exists: triage new never overwrites a card")])
-    check_target(target, (), force=False, parents=True)   # run -o's guard, before any directory is made
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # run -o's atomic writer: a full disk leaves no empty card behind to block the rerun
+    # run -o's guard and atomic writer (it makes missing folders): a full disk leaves no empty card, nor the
+    # folders it made, behind to block the rerun
     write_atomic_all([(target, card_text(card_id, direction).replace("../schemas/", _schema_prefix(target)))])
     info(f"wrote {target}: replace each {PLACEHOLDER} with the paper's value, then `triage validate {target}`")

@@ -324,7 +324,7 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
     for i, entry in enumerate(doc.data.get("workloads", [])):
         layer = _parse_settings(doc, ("workloads", i), problems)
         merged = _merge(defaults, layer, override)
-        if "context" not in merged and isinstance(merged.get("traffic"), traffic_mod.Traffic):
+        if "context" not in merged and merged.get("traffic") is not None:
             merged["context"] = merged["traffic"].step_context()      # its step-level cell: the traffic's lengths
         if "context" not in merged:
             problems.append(doc.problem(("workloads", i), "this workload needs 'context' (here or under "

@@ -58,11 +58,11 @@ def _remember(target: Path) -> None:
         pass
 
 
-def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool, parents: bool = False) -> None:
+def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
     """Refuse a target that is not (or would not be) a regular file, an input of the run, a foreign file
-    (without force), or in no directory (``parents``: the caller makes the missing directories after this
-    check). Devices, pipes, sockets, symbolic links and /proc, /sys, /dev paths (as written or as resolved:
-    /dev/shm is refused wherever it points) are refused even with --force."""
+    (without force), or under a file (missing folders are fine: the writer makes them). Devices, pipes,
+    sockets, symbolic links and /proc, /sys, /dev paths (as written or as resolved: /dev/shm is refused
+    wherever it points) are refused even with --force."""
     label = str(target)
     if not label or label == "-":
         raise UserError([Problem(label or "''", path="", message="not a file name (leave -o out for stdout)")])
@@ -91,8 +91,9 @@ def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool, pare
             raise UserError([Problem(label, path="", message=(
                 "exists and was not written by triage (or changed since); pass --force to overwrite it"))])
     directory = target.parent if str(target.parent) else Path(".")
-    if not parents and not directory.is_dir():
-        raise UserError([Problem(label, path="", message=f"no such directory: {directory}")])
+    existing = next(d for d in (directory, *directory.parents, Path(".")) if d.exists())
+    if not existing.is_dir():
+        raise UserError([Problem(label, path="", message=f"{existing} is not a directory")])
 
 
 Content: TypeAlias = "str | Callable[[BinaryIO], None]"
@@ -108,7 +109,7 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
     """
     targets = [Path(p) for p, _ in outputs]
     for target in targets:
-        check_target(target, inputs, force, parents=True)
+        check_target(target, inputs, force)
     staged: list[tuple[str, Path]] = []
     made: list[Path] = []
     try:

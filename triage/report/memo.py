@@ -242,7 +242,6 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
     }
 
 
-
 def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
     """The three questions to ask the authors, with what the card already answers."""
     claim = d["claim"]
