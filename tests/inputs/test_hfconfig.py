@@ -127,7 +127,7 @@ def test_workload_file_and_card_setting_name_configs_by_relative_path(tmp_path):
     (tmp_path / "c.yaml").write_text("id: c\ntitle: t\ndirection: cache\nchange: {kv_bytes: 0.5}\n"
                                      "claim:\n  setting: {model: ./configs/l3.json}\n")
     r = triage.evaluate(tmp_path / "c.yaml", tmp_path / "w.yaml")
-    assert cell(r, "w", "a100-80gb")["model"] == "./configs/l3.json"
+    assert cell(r, "w", "a100-80gb")["model"] == "l3"          # named by the file's stem, not its path
     assert cell(r, "w", "a100-80gb")["baseline"]["kv_bytes"] == 4096 * 128 * 1024
 
 
@@ -161,3 +161,15 @@ def test_a_500_deep_config_json_is_refused(tmp_path):
     path.write_text("[" * 500 + "]" * 500)
     with pytest.raises(UserError, match="nesting deeper than 50 levels"):
         load_model(path)
+
+
+def test_a_config_is_named_by_its_hub_name_else_its_file(tmp_path):
+    """Tables name a config.json's model as a reader would: `_name_or_path`, else the stem or the folder."""
+    cfg = json.loads((CONFIGS / "llama-3-8b.json").read_text())
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "config.json").write_text(json.dumps(cfg))
+    assert load_model(tmp_path / "meta" / "config.json").label == "meta"
+    (tmp_path / "hub.json").write_text(json.dumps({**cfg, "_name_or_path": "meta-llama/Meta-Llama-3-8B"}))
+    assert load_model(tmp_path / "hub.json").label == "meta-llama/Meta-Llama-3-8B"
+    (tmp_path / "odd.json").write_text(json.dumps({**cfg, "_name_or_path": "/home/me/ckpt | <b>"}))
+    assert load_model(tmp_path / "odd.json").label == "odd"          # a local path or markup is not a name

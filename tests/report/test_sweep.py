@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import triage
 from triage.cli import main
 
-from conftest import CLAIMS
+from conftest import CLAIMS, ROOT
 
 GRID = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
         "grid": {"phase": ["decode"], "context": [4096, 131072], "batch": [1, 64, 128]}}
@@ -28,6 +28,7 @@ def test_columns_are_the_json_cells_flattened():
     r = triage.evaluate(CLAIMS / "kv2x.yaml", GRID)
     cells = r.to_dict()["cells"]
     cols = r.columns()
+    assert set(cols.pop("claim")) == {"kv2x"}           # the frame names its card on every row; the JSON once
     for i, c in enumerate(cells):
         flat = _flatten({k: v for k, v in c.items() if k != "reasons"})
         assert list(flat) == list(cols)
@@ -85,3 +86,42 @@ def test_to_dict_only_converts_what_the_pipeline_computed(monkeypatch):
     monkeypatch.setattr(layers, "compute", lambda *a, **k: calls.append(a))
     r.to_dict()
     assert calls == []
+
+
+def test_every_row_says_what_its_end_to_end_gain_measures(tmp_path):
+    """One frame, four meanings of speedup.end_to_end: the column names each (docs/sweep-frame.md).
+
+    By hand, Llama-2-7B fp16 on an A100 80GB at 32,768 tokens: 16 GiB of KV per sequence, so batch 5
+    (80 GiB + 13.5 GB of weights) does not fit and the baseline runs at the largest batch it fits, 4;
+    kv2x's half-size cache fits all 5.
+    """
+    import yaml
+
+    grid = tmp_path / "w.yaml"
+    grid.write_text(yaml.safe_dump({
+        "defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+        "workloads": [{"name": "decode", "context": 4096, "batch": 8},
+                      {"name": "prefill", "phase": "prefill", "context": 4096, "batch": 1},
+                      {"name": "long", "context": 32768, "batch": 5},
+                      {"name": "svc", "slo": {"ttft": "2 s", "tpot": "100 ms"},
+                       "traffic": {"rates": [1, 4], "arrivals": "poisson", "prompt_tokens": 512,
+                                   "output_tokens": 128, "requests": 300}}]}))
+    cols = triage.evaluate(CLAIMS / "kv2x.yaml", grid).columns()
+    metric = dict(zip(cols["workload"], cols["end_to_end_metric"], strict=True))
+    assert metric == {"decode": "tpot_ratio", "prefill": "ttft_ratio", "long": "throughput_at_max_batch",
+                      "svc": "max_rate_at_slo"}
+    long = list(cols["workload"]).index("long")
+    assert cols["end_to_end_baseline_batch"][long] == 4 and cols["batch"][long] == 5
+    assert set(cols["claim"]) == {"kv2x"}
+
+
+def test_a_config_json_model_is_named_not_pathed(tmp_path):
+    """The model column joins across machines: a config.json's model by its stem, never by its path."""
+    import shutil
+
+    shutil.copy(ROOT / "tests" / "configs" / "qwen2.5-7b.json", tmp_path / "qwen2.5-7b.json")
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"grid: {{model: [{tmp_path / 'qwen2.5-7b.json'}], hardware: [l40s], context: [2048], "
+                    "batch: [1, 8]}\n")
+    cols = triage.evaluate(CLAIMS / "kv2x.yaml", grid).columns()
+    assert set(cols["model"]) == {"qwen2.5-7b"}

@@ -117,6 +117,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     comparisons = []
     e2e = g.speedup_end_to_end.copy()
     n = len(m)
+    basis = np.array(np.broadcast_to(g.e2e_metric, (n,)))
     quality_ratio, claim_s = np.full(n, np.nan), np.full(n, np.nan)
     base_req, claim_req = np.array(g.base_request_s, dtype=float), np.array(g.claim_request_s, dtype=float)
     steps = np.broadcast_to(layers.steps_per_request(m), (n,))
@@ -140,6 +141,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
             claim_req[i] = layers.request_seconds(steps[i], t_claim, gpus_c[i], m.batch[i])
             measured = t_base / t_claim
             e2e[i] = measured
+            basis[i] = layers.e2e_metric_code("measured")
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
         lost = None
         if measured is not None and measured > theo * 1.05:
@@ -159,7 +161,8 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
                             "measured": {"baseline_s": base.get(metric), "claim_s": claim.get(metric),
                                          "speedup": measured, "quality_ratio": quality},
                             "lost_in": lost})
-    new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req)
+    new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req,
+                       e2e_metric=basis)
     new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s)
     # the sensitivity was computed from the card's predictions; with measurements in the verdicts it would
     # contradict them, so it is dropped (the memo says the verdicts rest on measurements)

@@ -25,9 +25,8 @@ from ..defaults import PAPER_TOLERANCE as TOLERANCE
 from ..inputs import units, workloads
 from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim
-from ..inputs.hfconfig import is_config_path
 from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
-from ..inputs.specs import Model
+from ..inputs.specs import Model, is_config_path
 from ..model import layers, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
 from . import noops

@@ -127,14 +127,14 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     window = verdicts.beyond_window(m)
     if window.any():
-        names = dict.fromkeys(f"{m.blocks[b].name} ({m.models[mi].key}, {int(c):,} tokens > "
+        names = dict.fromkeys(f"{m.blocks[b].name} ({m.models[mi].label}, {int(c):,} tokens > "
                               f"{m.models[mi].max_context:,})" for b, mi, c in
                               zip(m.block_idx[window].tolist(), m.model_idx[window].tolist(),
                                   m.context[window].tolist(), strict=True))
         found.append({"code": "beyond-window", "message": (
             "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(list(names)[:6])
             + " — the model was not trained for that context; its quality there is unknown")})
-    moe = sorted({m.models[mi].key for _, mi, _ in served if m.models[mi].num_experts})
+    moe = sorted({m.models[mi].label for _, mi, _ in served if m.models[mi].num_experts})
     if moe:
         found.append({"code": "serving-moe", "message": (
             f"the serving simulation prices {', '.join(moe)} with the experts a probe step touches: how many "

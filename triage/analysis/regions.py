@@ -125,7 +125,7 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
         min_gain = float(m.blocks[m.block_idx[i]].min_gain)
         both = g.base.fits & g.claim.fits
         out.append(Crossover(
-            model=m.models[m.model_idx[i]].key, hardware=m.hardware[m.hardware_idx[i]].key, min_gain=min_gain,
+            model=m.models[m.model_idx[i]].label, hardware=m.hardware[m.hardware_idx[i]].key, min_gain=min_gain,
             contexts=contexts.astype(int), batches=batches.astype(int),
             theoretical=g.speedup_theoretical.reshape(ctx.shape),
             pays_theoretical=((g.speedup_theoretical >= min_gain) & both).reshape(ctx.shape),

@@ -335,7 +335,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
     sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
     for (b, mi, hi), i in _pairs(m).items():
         block = m.blocks[b]
-        where = f"{m.models[mi].key} on {m.hardware[hi].key}"
+        where = f"{m.models[mi].label} on {m.hardware[hi].key}"
         window = float(m.models[mi].max_context or np.inf)
         tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
         merged = {**block.scheduler, **change}
@@ -360,7 +360,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         try:
             results[(b, mi, hi)] = serve(base, new, block.traffic)
         except ValueError as exc:
-            where = f"{m.models[mi].key} on {m.hardware[hi].key}"
+            where = f"{m.models[mi].label} on {m.hardware[hi].key}"
             raise UserError([_at(block, f"{where}: {exc}")]) from None
     return results
 
@@ -376,13 +376,16 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: 
         return {}, g
     results = known if known is not None else _simulate(m, claim, g, work or run_budget())
     gain = np.full(len(m), np.nan)
+    basis = np.array(np.broadcast_to(g.e2e_metric, (len(m),)))
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)
     claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)
     for (b, mi, hi), r in results.items():
         same = (m.block_idx == b) & (m.model_idx == mi) & (m.hardware_idx == hi)
         gain[same] = r["gain"]["end_to_end"]
+        basis[same] = layers.e2e_metric_code(r["gain"]["basis"])
         base_req[same] = r["baseline"]["gpu_seconds_per_request"]
         claim_req[same] = r["claim"]["gpu_seconds_per_request"]
     served = ~np.isnan(gain)
     return results, replace(g, speedup_end_to_end=np.where(served, gain, g.speedup_end_to_end),
-                            base_request_s=base_req, claim_request_s=claim_req)
+                            base_request_s=base_req, claim_request_s=claim_req,
+                            e2e_metric=np.where(served, basis, g.e2e_metric))

@@ -13,8 +13,8 @@ from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
 from .claim import Claim, QualityFigure
-from .hfconfig import is_config_path, load_model
-from .specs import Model
+from .hfconfig import load_model
+from .specs import Model, is_config_path
 from .stack import stack
 from .validation import did_you_mean, validate
 

@@ -9,6 +9,7 @@ window on some layers). Other model types are read through the common keys.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,19 @@ _INTEGER_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num
                  "sliding_window_pattern", "decoder_sparse_step", "moe_layer_freq")
 _MAY_BE_ZERO = {"first_k_dense_replace", "n_shared_experts", "shared_expert_intermediate_size", "max_window_layers",
                 "num_experts", "num_local_experts", "n_routed_experts", "qk_rope_head_dim", "sliding_window"}
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
+
+
+def model_name(cfg: dict[str, Any], file: str) -> str:
+    """How tables name a config.json's model: its ``_name_or_path`` when that reads as a hub name
+    (``Qwen/Qwen2.5-7B``), else the file's stem, or its folder's name for a file called config.json."""
+    given = cfg.get("_name_or_path")
+    if isinstance(given, str) and _NAME.fullmatch(given):
+        return given
+    path = Path(file)
+    return path.parent.name if path.stem == "config" and path.parent.name else path.stem
 
 
 def read_config(path: Path | str) -> dict[str, Any]:
@@ -89,7 +103,7 @@ def to_entry(cfg: dict[str, Any], file: str, name: str | None = None) -> dict[st
                 f"{key} {cfg[key]} is not supported: triage models every layer after the dense ones as MoE"))])
     layers = int(cfg["num_hidden_layers"])
     entry: dict[str, Any] = {
-        "name": name or f"{kind} from {Path(file).name}",
+        "name": name or model_name(cfg, file),
         "num_hidden_layers": layers,
         "hidden_size": int(cfg["hidden_size"]),
         "num_attention_heads": int(cfg["num_attention_heads"]),
@@ -152,6 +166,3 @@ def load_model(path: Path | str, key: str | None = None, name: str | None = None
     return model
 
 
-def is_config_path(name: str) -> bool:
-    """Whether a model name in a card or workload file is a path to a config.json."""
-    return name.endswith(".json")

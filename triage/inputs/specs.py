@@ -19,6 +19,11 @@ def bytes_per_element(precision: str) -> float:
     return BYTES_PER_ELEMENT[precision]
 
 
+def is_config_path(name: str) -> bool:
+    """Whether a model name in a card or workload file is a path to a config.json."""
+    return name.endswith(".json")
+
+
 @dataclass(frozen=True)
 class Hardware:
     """One accelerator: capacity, HBM bandwidth and dense peak per dtype."""
@@ -104,6 +109,11 @@ class Model:
     params_override: float | None = None
     published_params: float | None = None
     source: str = ""
+
+    @property
+    def label(self) -> str:
+        """How cells and tables name the model: its catalog key, or a config.json's model name (not its path)."""
+        return self.name if is_config_path(self.key) else self.key
 
     @property
     def is_moe(self) -> bool:

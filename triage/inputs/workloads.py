@@ -18,8 +18,8 @@ from ..io.resources import catalog_file
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
-from .hfconfig import is_config_path, load_model
-from .specs import Model
+from .hfconfig import load_model
+from .specs import Model, is_config_path
 from .validation import did_you_mean, validate
 
 _QUANTITY_KINDS = {"overhead": "time", "request_overhead": "time", "layer_overhead": "time", "reserve": "bytes"}

@@ -85,6 +85,22 @@ class Gaps:
     # GPUs of one baseline replica: the workload's tensor parallelism, or more where the baseline holds not
     # even one sequence on it and the claim does (capacity: the claim serves on fewer GPUs)
     base_gpus: np.ndarray
+    # what each cell's end-to-end gain measures, a code into E2E_METRICS (the gain changes meaning across a
+    # frame: a step-time ratio where both sides run the batch, a throughput ratio where only the claim does, ...)
+    e2e_metric: np.ndarray
+
+
+# what an end-to-end gain is a ratio of: TPOT or TTFT at the cell's batch; tokens/s with the baseline at the
+# largest batch it fits (or both sides at theirs, for a capacity change); GPU-seconds per request with the
+# baseline on more GPUs; from the serving simulation, the highest request rate within the SLO per GPU
+# (goodput at the highest simulated rate where neither side meets it); a measured step-time ratio
+E2E_METRICS = ("tpot_ratio", "ttft_ratio", "throughput_at_max_batch", "gpu_time_per_request", "max_rate_at_slo",
+               "goodput", "measured")
+
+
+def e2e_metric_code(name: str) -> int:
+    """The E2E_METRICS code of ``name``, for the analyses that replace a cell's end-to-end gain."""
+    return E2E_METRICS.index(name)
 
 
 def _block_column(m: Matrix, fn: Callable[[Any], Any]) -> np.ndarray:
@@ -432,10 +448,15 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     if spilled.any():                    # the baseline on more GPUs: the gain is GPU-time for the same requests
         with np.errstate(invalid="ignore", divide="ignore"):
             s_e2e = np.where(spilled, base_req / claim_req, s_e2e)
+    metric = np.where(m.decode, e2e_metric_code("tpot_ratio"), e2e_metric_code("ttft_ratio"))
+    if "capacity" in carried(claim.change):
+        metric = np.full(m.batch.shape, e2e_metric_code("throughput_at_max_batch"))
+    metric = np.where(rescue, e2e_metric_code("throughput_at_max_batch"), metric)
+    metric = np.where(spilled, e2e_metric_code("gpu_time_per_request"), metric).astype(np.int8)
     return Gaps(base, new, s_theo, s_impl, s_e2e, e2e_batch, np.broadcast_to(capacity, m.batch.shape), slo,
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
                 np.broadcast_to(request_seconds(steps, base_theo, gpus_b, m.batch), m.batch.shape),
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
                 switched_on,
                 np.broadcast_to(when_on, m.batch.shape), engine,
-                np.array(np.broadcast_to(gpus_b, m.batch.shape), dtype=float))
+                np.array(np.broadcast_to(gpus_b, m.batch.shape), dtype=float), np.broadcast_to(metric, m.batch.shape))

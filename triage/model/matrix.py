@@ -73,7 +73,7 @@ class Matrix:
         if table == "blocks":
             return np.array([b.name for b in self.blocks])[self.block_idx]
         if table == "models":
-            return np.array([m.key for m in self.models])[self.model_idx]
+            return np.array([m.label for m in self.models])[self.model_idx]
         return np.array([h.key for h in self.hardware])[self.hardware_idx]
 
 

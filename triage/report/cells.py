@@ -14,7 +14,7 @@ import numpy as np
 
 from ..analysis.evaluation import Evaluation
 from ..analysis.regions import marginal
-from ..model.layers import Variant
+from ..model.layers import E2E_METRICS, Variant
 from ..model.roofline import GROUPS
 from ..model.verdicts import LABELS
 from .reasons import reasons
@@ -69,6 +69,7 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         metric, np.zeros(n, dtype=bool))
     claimed = np.where(phase_fits, np.nan if c.claimed_speedup is None else float(c.claimed_speedup), np.nan)
     cols: Columns = {
+        "claim": np.full(n, c.id),
         "workload": m.labels("blocks")[idx],
         "model": m.labels("models")[idx],
         "hardware": m.labels("hardware")[idx],
@@ -85,6 +86,7 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         "speedup.theoretical": g.speedup_theoretical[idx],
         "speedup.implementation": g.speedup_implementation[idx],
         "speedup.end_to_end": g.speedup_end_to_end[idx],
+        "end_to_end_metric": np.asarray(E2E_METRICS)[np.broadcast_to(g.e2e_metric, m.batch.shape)[idx]],
         "end_to_end_baseline_batch": g.e2e_baseline_batch[idx],
         "baseline_gpus": g.base_gpus[idx],
         "slo_s": g.slo[idx],
@@ -164,6 +166,7 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` cells (all when None) as the JSON contract describes them."""
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
     cols = columns(ev, n)
+    del cols["claim"]                       # the document names its claim once, not in every cell
     names = list(cols)
     lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
     words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)

@@ -70,7 +70,7 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
                     "trace": "the trace's arrival gaps scaled to each rate"}[t.arrivals]
         out.append({
-            "workload": block.name, "model": m.models[mi].key, "hardware": m.hardware[hi].key,
+            "workload": block.name, "model": m.models[mi].label, "hardware": m.hardware[hi].key,
             "traffic": (f"{first['requests'] + first['warmup_requests']:,} requests a rate, {arrivals}; the first "
                         f"{first['warmup_requests']:,} (warm-up) left out of the statistics; the lowest rate "
                         f"simulates {_t(first['simulated_s'])}"),
@@ -95,7 +95,7 @@ def figure_series(ev: Evaluation) -> tuple[list[dict[str, Any]], dict[str, tuple
                "tbt": [x["tbt_s"][t.tbt_at] for x in r[key]["rates"]],
                "labels": {"ttft": f"TTFT {t.ttft_at.upper()}", "tbt": f"TBT {t.tbt_at.upper()}"}}
               for name, key in (("baseline", "baseline"), ("claim", "claim"))]
-    title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].key} on "
+    title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].label} on "
              f"{ev.matrix.hardware[hi].key} (serving simulation)")
     bounds = {k: (v, at) for k, v, at in (("ttft", t.slo_ttft_s, t.ttft_at), ("tbt", t.slo_tbt_s, t.tbt_at))
               if v is not None}
