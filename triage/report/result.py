@@ -13,6 +13,7 @@ from ..analysis import measured, pipeline
 from ..analysis.evaluation import Evaluation
 from ..analysis.regions import Analysis
 from ..inputs import oneoff, units
+from ..inputs.catalog import Engine
 from ..inputs.claim import Claim
 from ..inputs.workloads import Settings, Workloads
 from ..model.layers import Gaps
@@ -161,6 +162,18 @@ def _engine_text(s: Settings) -> str:
                                                            for hw in s.hardware)
 
 
+def _engine_assumption(engine: Engine, chips: list[str]) -> dict[str, str]:
+    """An engine profile's row: on which chips it is priced with its own fitted entry and where with its
+    default (a per-chip entry is used only on its own chip), and where it comes from."""
+    own = [hw for hw in chips if hw in engine.hardware]
+    rest = [hw for hw in chips if hw not in engine.hardware]
+    value = "; ".join([*([f"{', '.join(own)}: its entry for the chip"] if own else []),
+                       *([f"{', '.join(rest)}: its default (no entry for the chip)"] if rest else [])])
+    return {"what": f"engine profile {engine.key}" + (f": {engine.description}" if engine.description else ""),
+            "value": value + "; the values are in the workload rows",
+            "source": f"{engine.source}; {engine.file}" if engine.file else engine.source}
+
+
 def assumptions(m: Matrix) -> list[dict[str, str]]:
     """Every constant the numbers rest on, with its source."""
     out = []
@@ -179,6 +192,12 @@ def assumptions(m: Matrix) -> list[dict[str, str]]:
                               f"(L={mod.num_hidden_layers}, H={mod.num_attention_heads}, "
                               f"H_kv={mod.num_key_value_heads}, d={mod.head_dim}); {_attention_text(mod)}"),
                     "source": mod.source})
+    used: dict[tuple[str, str], tuple[Engine, list[str]]] = {}      # each profile once, with every chip it priced
+    for s in m.blocks:
+        if s.engine is not None:
+            chips = used.setdefault((s.engine.key, s.engine.file), (s.engine, []))[1]
+            chips += [hw for hw in s.hardware if hw not in chips]
+    out += [_engine_assumption(e, chips) for e, chips in used.values()]
     for s in m.blocks:
         target = ("TPOT", s.slo_tpot_s) if s.phase == "decode" else ("TTFT", s.slo_ttft_s)
         slo = f"{target[0]} ≤ {units.fmt_time(target[1])}" if target[1] is not None else f"no {target[0]} target"

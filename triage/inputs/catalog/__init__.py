@@ -157,6 +157,7 @@ class Engine:
     hardware: dict[str, dict[str, float]]
     description: str = ""
     source: str = ""
+    file: str = ""                            # the file it was read from (the shipped catalog, a profile file)
 
     def values(self, hardware: str) -> dict[str, float]:
         """The profile's values for a chip: its own where fitted, else the profile's default."""
@@ -184,7 +185,7 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
 
     return Engine(key, values(("default",), entry["default"]),
                   {hw: values(("hardware", hw), v) for hw, v in entry.get("hardware", {}).items()},
-                  entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"))
+                  entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"), doc.file)
 
 
 @dataclass(frozen=True)
