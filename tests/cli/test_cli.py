@@ -153,3 +153,12 @@ def test_output_is_byte_identical_across_runs(runner):
     a = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml")]).stdout
     b = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml")]).stdout
     assert a == b
+
+
+def test_version_is_the_installed_distributions():
+    """`triage --version` names the llm-triage distribution's version (click's guess from the import name
+    `triage` found no such distribution: a traceback in every fresh venv)."""
+    from importlib.metadata import version
+
+    res = CliRunner().invoke(main, ["--version"])
+    assert res.exit_code == 0 and res.stdout == f"triage, version {version('llm-triage')}\n"

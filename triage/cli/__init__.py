@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from .. import __version__
+
 COMMANDS = {"run": "run", "compare": "compare", "sweep": "sweep", "validate": "validate",
             "calibrate": "calibrate", "schema": "schema", "new": "new", "catalog": "catalog"}
 
@@ -43,7 +45,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="triage", prog_name="triage")
+@click.version_option(version=__version__, prog_name="triage")   # the distribution is llm-triage
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show the traceback of an internal error.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but the output and errors.")
 @click.option("--verbose", "-v", is_flag=True, help="Also print what was read and how long each stage took.")
