@@ -61,7 +61,8 @@ def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, s
 
 
 def figure_data(result: Result) -> dict[str, str]:
-    """The SVG figures of a memo: roofline, gain heatmap, latency–throughput (name → SVG text)."""
+    """The SVG figures of a memo: roofline, gain heatmap (a panel per chip), latency–throughput, serving
+    (name → SVG text)."""
     ev = result.evaluation
     m, g = ev.matrix, ev.gaps
     n = min(len(m), LIMITS.figure_points)
@@ -91,10 +92,14 @@ def figure_data(result: Result) -> dict[str, str]:
              + (f" (first {n} of {len(m):,} cells)" if len(m) > n else ""))
     out = {"roofline": figures_mod.roofline(list(roofs.values()), points, title)}
     if ev.analysis is not None and ev.analysis.crossover:
-        first = ev.analysis.crossover[0]
+        # one panel per chip of the matrix, for the first model (the crossover runs per model × chip)
+        model = ev.analysis.crossover[0].model
+        chips = [x for x in ev.analysis.crossover if x.model == model]
+        panels = [figures_mod.Panel(x.hardware, x.contexts.tolist(), x.batches.tolist(), x.theoretical.tolist(),
+                                    x.fits.tolist(), x.min_gain) for x in chips[:figures_mod.MOST_PANELS]]
+        more = f", first {len(panels)} of {len(chips)} chips" if len(chips) > len(panels) else ""
         out["gain"] = figures_mod.heatmap(
-            first.contexts.tolist(), first.batches.tolist(), first.theoretical.tolist(), first.fits.tolist(),
-            first.min_gain, f"Theoretical bound over context × batch: {first.model} on {first.hardware}, decode")
+            panels, f"Theoretical bound over context × batch: {model}, decode, one panel per chip{more}")
     series, slo, title = _frontier(result)
     if series:
         out["latency"] = figures_mod.latency_throughput(series, slo, title)
@@ -118,7 +123,7 @@ def _frontier(result: Result) -> tuple[list[dict[str, Any]], float | None, str]:
         series.append({"name": name, "batch": f.batches[fits].tolist(), "tpot_s": tpot[fits].tolist(),
                        "tokens_per_s_per_gpu": (f.batches[fits] / t[fits] / f.gpus).tolist()})
     i = f.cell
-    title = (f"Latency–throughput: {m.blocks[m.block_idx[i]].name}, {m.models[m.model_idx[i]].key} on "
+    title = (f"Latency–throughput: {m.blocks[m.block_idx[i]].name}, {m.models[m.model_idx[i]].label} on "
              f"{m.hardware[m.hardware_idx[i]].key}, {int(m.context[i]):,}-token context")
     return series, f.slo_s, title
 
