@@ -1,8 +1,17 @@
-"""The README's command-line help is generated, and its test command is what CI runs."""
+"""The README's test command is what CI runs, its links resolve, and the docs' generated parts are current:
+the limits and decision-rules tables, the claims gallery, the card and workload references.
 
+Refresh after an intended change: the tables with TRIAGE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest
+tests/test_readme.py, the gallery with .venv/bin/python docs/build_gallery.py; then read the diff.
+"""
+
+import importlib.util
+import json
 import os
 import re
+import xml.etree.ElementTree as ET
 
+import pytest
 from click.testing import CliRunner
 
 from triage.cli import main
@@ -10,7 +19,15 @@ from triage.cli import main
 from conftest import ROOT
 
 README = ROOT / "README.md"
-SECTION = re.compile(r"<!-- help: (?P<args>[^>]*?) -->\n```\n(?P<body>.*?)```\n<!-- /help -->", re.S)
+DOCS = ROOT / "docs"
+
+
+def _load(path):
+    """A script under docs/ as a module (docs/ is not a package: mkdocs serves it)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _help(args: str) -> str:
@@ -19,46 +36,18 @@ def _help(args: str) -> str:
     return res.stdout
 
 
-def test_help_sections_match_the_cli():
-    text = README.read_text(encoding="utf-8")
-    sections = list(SECTION.finditer(text))
-    assert [m["args"] for m in sections] == ["--help", "run --help", "validate --help", "schema --help",
-                                                "new --help", "catalog --help", "compare --help", "calibrate --help",
-                                                "sweep --help"]
+def _generated(path, marker: str, block: str) -> None:
+    """The <!-- marker --> … <!-- /marker --> section of a docs page is ``block`` (rewritten under
+    TRIAGE_UPDATE_GOLDEN)."""
+    pattern = re.compile(rf"<!-- {marker} -->\n.*?<!-- /{marker} -->", re.S)
+    block = f"<!-- {marker} -->\n{block}\n<!-- /{marker} -->"
+    text = path.read_text(encoding="utf-8")
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
-        text = SECTION.sub(lambda m: f"<!-- help: {m['args']} -->\n```\n{_help(m['args'])}```\n<!-- /help -->", text)
-        README.write_text(text, encoding="utf-8")
-        sections = list(SECTION.finditer(text))
-    for m in sections:
-        assert m["body"] == _help(m["args"]), f"README help for `triage {m['args']}` drifted"
-
-
-CLAIMS_TABLE = re.compile(r"<!-- claims-table -->\n.*?<!-- /claims-table -->", re.S)
-
-
-def _claims_table() -> str:
-    import triage
-
-    rows = ["| card | direction | paper | reported | bound in its own setting | beyond the bound |",
-            "|---|---|---|--:|--:|---|"]
-    for path in sorted((ROOT / "claims").glob("*.yaml")):
-        d = triage.evaluate(path).to_dict()
-        c, pc = d["claim"], d["paper_check"]
-        paper = c["paper"].get("title", "")[:70]
-        reported = f"{pc['reported']:g}× {c['claim'].get('metric', '')}" if pc["reported"] is not None else "—"
-        bound = f"{pc['bound']:.2f}×" if pc["bound"] is not None else "— (" + pc.get("note", "") + ")"
-        flag = {True: "**yes**", False: "no", None: "—"}[pc["exceeds_bound"]]
-        rows.append(f"| `{c['id']}` | {c['direction']} | {paper} | {reported} | {bound} | {flag} |")
-    return "<!-- claims-table -->\n" + "\n".join(rows) + "\n<!-- /claims-table -->"
-
-
-def test_claims_table_is_current():
-    text = README.read_text(encoding="utf-8")
-    table = _claims_table()
-    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
-        README.write_text(CLAIMS_TABLE.sub(lambda m: table, text), encoding="utf-8")
-        text = README.read_text(encoding="utf-8")
-    assert CLAIMS_TABLE.search(text).group(0) == table
+        path.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+    found = pattern.search(text)
+    assert found, f"{path.relative_to(ROOT)} has no {marker} section"
+    assert found[0] == block, f"{path.relative_to(ROOT)}: the {marker} drifted (TRIAGE_UPDATE_GOLDEN=1 refreshes it)"
 
 
 def test_ci_runs_the_readme_test_command():
@@ -71,7 +60,26 @@ def test_ci_runs_the_readme_test_command():
     assert test in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
-LIMITS_TABLE = re.compile(r"<!-- limits-table -->\n.*?<!-- /limits-table -->", re.S)
+def test_the_readme_is_short_and_its_links_resolve():
+    """The README is the front page (under 12 KB); the rest lives in docs/, and every relative link in the
+    README names a file that exists."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) < 12_000
+    links = [target.split("#")[0] for target in re.findall(r"\]\(([^)\s]+)\)", text)
+             if not re.match(r"[a-z]+:", target)]
+    assert "docs/getting-started.md" in links and "docs/gallery/index.md" in links
+    missing = [link for link in links if link and not (ROOT / link).exists()]
+    assert missing == []
+
+
+def test_the_docs_nav_names_every_page():
+    """mkdocs.yml's nav lists every hand-written page (the generated references come from the hook)."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    named = set(re.findall(r":\s+([\w./-]+\.md)\s*$", nav, re.M))
+    hook = _load(DOCS / "hooks" / "reference.py")
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.glob("*.md")} | set(hook.PAGES) | {"gallery/index.md"}
+    assert pages <= named, pages - named
+    assert {p for p in named if p not in hook.PAGES and not (DOCS / p).is_file()} == set()
 
 
 def test_limits_table_is_generated_from_the_defaults():
@@ -79,26 +87,13 @@ def test_limits_table_is_generated_from_the_defaults():
 
     rows = ["| limit | value | what |", "|---|--:|---|"]
     rows += [f"| `{name}` | {value:,} | {why} |" for name, value, why in LIMITS.table()]
-    block = "<!-- limits-table -->\n" + "\n".join(rows) + "\n<!-- /limits-table -->"
-    text = README.read_text(encoding="utf-8")
-    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
-        README.write_text(LIMITS_TABLE.sub(lambda _: block, text), encoding="utf-8")
-        text = README.read_text(encoding="utf-8")
-    assert LIMITS_TABLE.search(text)[0] == block
-
-
-RULES_TABLE = re.compile(r"<!-- rules-table -->\n.*?<!-- /rules-table -->", re.S)
+    _generated(DOCS / "limits.md", "limits-table", "\n".join(rows))
 
 
 def test_the_decision_rules_table_is_the_codes():
     from triage.report import rules
 
-    block = "<!-- rules-table -->\n" + rules.markdown() + "\n<!-- /rules-table -->"
-    text = README.read_text(encoding="utf-8")
-    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
-        README.write_text(RULES_TABLE.sub(lambda _: block, text), encoding="utf-8")
-        text = README.read_text(encoding="utf-8")
-    assert RULES_TABLE.search(text)[0] == block
+    _generated(DOCS / "reading-a-memo.md", "rules-table", rules.markdown())
 
 
 def test_the_workloads_help_names_every_shipped_workload():
@@ -110,3 +105,70 @@ def test_the_workloads_help_names_every_shipped_workload():
     text = " ".join(_help("run --help").split())
     names = " / ".join(w["name"] for w in shipped["workloads"])
     assert f"the shipped {names})" in text
+
+
+def _schema_paths(node, prefix=""):
+    """Every key path of a schema as the reference writes it (`change.kv_quant.bits`), $defs by name."""
+    for key, child in node.get("properties", {}).items():
+        yield prefix + key
+        yield from _schema_paths(child, prefix + key + ".")
+    for alt in node.get("oneOf", []) + node.get("anyOf", []):
+        yield from _schema_paths(alt, prefix)
+    items = node.get("items")
+    if isinstance(items, dict) and "$ref" not in items:
+        yield from _schema_paths(items, prefix[:-1] + "[]." if prefix else "")
+
+
+@pytest.mark.parametrize("name,page", [("claim", "card_reference"), ("workloads", "workload_reference")])
+def test_the_references_are_generated_from_the_schemas(name, page):
+    """The hook's pages name every key of the schema `triage schema` prints, and every definition."""
+    from triage.io.resources import schema_text
+
+    hook = _load(DOCS / "hooks" / "reference.py")
+    text = getattr(hook, page)()
+    s = json.loads(schema_text(name))
+    paths = set(_schema_paths(s))
+    for def_name, node in s.get("$defs", {}).items():
+        paths |= {f"{def_name}.{p}" for p in _schema_paths(node)}
+        assert f"{{#def-{def_name}}}" in text
+    assert paths and all(f"| `{p}` |" in text for p in paths), sorted(p for p in paths if f"| `{p}` |" not in text)
+    assert text == getattr(hook, page)()                    # deterministic: the build is a function of the tree
+
+
+def test_the_card_reference_lists_every_mechanism_and_class():
+    from triage.inputs.registry import classes, registry
+
+    text = _load(DOCS / "hooks" / "reference.py").card_reference()
+    for key, m in registry().items():
+        assert f"| `{key}` | [{m.klass}](#class-{m.klass}) |" in text
+    for key in classes():
+        assert f'<span id="class-{key}"></span>`{key}`' in text
+
+
+def _key_lines(text: str) -> list[str]:
+    """The lines that carry a decision: the headline decision and every verdict row."""
+    return [line for line in text.splitlines()
+            if line.startswith("**Decision:") or re.search(r"\*\*(GO|NO-GO|CONDITIONAL|DOES-NOT-FIT)\*\*", line)
+            and line.startswith("|")]
+
+
+def test_the_claims_gallery_is_current(monkeypatch):
+    """docs/gallery/: the sortable table of every shipped card, byte for byte; each card's memo by its decision
+    and verdict lines (wording may move without a refresh, a decision may not); every figure present and
+    well-formed; nothing stale left beside them."""
+    gallery = _load(DOCS / "build_gallery.py")
+    monkeypatch.chdir(ROOT)
+    files = gallery.render_all()
+    stored = {p.relative_to(gallery.GALLERY).as_posix() for p in gallery.CARDS.iterdir()}
+    assert stored == {name for name in files if name.startswith("cards/")}, "run docs/build_gallery.py"
+    assert (gallery.INDEX).read_text(encoding="utf-8") == files["index.md"], "run docs/build_gallery.py"
+    cards = sorted((ROOT / "claims").glob("*.yaml"))
+    assert files["index.md"].count("](cards/") >= len(cards) and len(cards) >= 40
+    for name, text in files.items():
+        path = gallery.GALLERY / name
+        if name.endswith(".svg"):
+            ET.parse(path)
+        elif name.startswith("cards/"):
+            assert _key_lines(path.read_text(encoding="utf-8")) == _key_lines(text) and _key_lines(text), name
+    size = sum((gallery.GALLERY / name).stat().st_size for name in files)
+    assert size < 10_000_000

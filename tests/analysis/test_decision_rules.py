@@ -1,4 +1,4 @@
-"""The decision rules, one test each (README: Decision rules)."""
+"""The decision rules, one test each (docs/reading-a-memo.md: Decision rules)."""
 
 import pytest
 import yaml
