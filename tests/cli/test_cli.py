@@ -1,6 +1,7 @@
 """The command line through click's CliRunner (and one real subprocess)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -162,3 +163,15 @@ def test_version_is_the_installed_distributions():
 
     res = CliRunner().invoke(main, ["--version"])
     assert res.exit_code == 0 and res.stdout == f"triage, version {version('llm-triage')}\n"
+
+
+def test_the_figures_help_names_every_figure_run_writes(runner, tmp_path):
+    """`--figures` help named three files while the memo wrote four (the serving figure): every figure a memo
+    with a serving workload writes beside it is named in the help, and nothing else is."""
+    out = tmp_path / "memo.md"
+    res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    written = {p.name.removeprefix("memo.") for p in tmp_path.glob("memo.*.svg")}
+    assert written == {"roofline.svg", "gain.svg", "latency.svg", "serving.svg"}     # serve-conv has traffic
+    named = set(re.findall(r"FILE\.(\w+\.svg)", runner.invoke(main, ["run", "--help"]).stdout))
+    assert named == written
