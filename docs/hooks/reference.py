@@ -175,27 +175,29 @@ def _mechanisms() -> str:
         "integrating it costs.", "", *klass, ""])
 
 
-def card_reference() -> str:
+def _reference(name: str, title: str, sources: str, command: str, guide: tuple[str, str], before_keys: str = "") -> str:
+    """A reference page: the schema's description, what it documents, its guide (title, page), ``before_keys`` and
+    its key tables."""
     from triage.io.resources import schema
 
-    s = schema("claim")
-    return (GENERATED.format(sources="schemas/claim.schema.json, triage/inputs/mechanisms.yaml and classes.yaml")
-            + "# Card reference\n\n"
-            f"{_cell(s.get('description', ''))} Every key of a claim card (`schemas/claim.schema.json`, JSON Schema "
-            "2020-12; `triage schema` prints it), then the mechanisms a `change` can name. Unknown keys are "
-            "errors. The guide is [Claim cards](../claim-cards.md).\n\n"
-            + _mechanisms() + "\n" + schema_tables(s))
+    s = schema(name)
+    return (GENERATED.format(sources=sources) + f"# {title}\n\n"
+            f"{_cell(s.get('description', ''))} Every key of a {guide[0].lower().rstrip('s')} "
+            f"(`schemas/{name}.schema.json`, JSON Schema 2020-12; `{command}` prints it)"
+            + (", then the mechanisms a `change` can name" if before_keys else "")
+            + f". Unknown keys are errors. The guide is [{guide[0]}](../{guide[1]}).\n\n"
+            + before_keys + schema_tables(s))
+
+
+def card_reference() -> str:
+    return _reference("claim", "Card reference",
+                      "schemas/claim.schema.json, triage/inputs/mechanisms.yaml and classes.yaml", "triage schema",
+                      ("Claim cards", "claim-cards.md"), _mechanisms() + "\n")
 
 
 def workload_reference() -> str:
-    from triage.io.resources import schema
-
-    s = schema("workloads")
-    return (GENERATED.format(sources="schemas/workloads.schema.json")
-            + "# Workload reference\n\n"
-            f"{_cell(s.get('description', ''))} Every key of a workload file (`schemas/workloads.schema.json`, "
-            "JSON Schema 2020-12; `triage schema workloads` prints it). Unknown keys are errors. The guide is "
-            "[Workload files](../workloads.md).\n\n" + schema_tables(s))
+    return _reference("workloads", "Workload reference", "schemas/workloads.schema.json",
+                      "triage schema workloads", ("Workload files", "workloads.md"))
 
 
 def on_files(files: Any, config: Any) -> Any:
