@@ -125,14 +125,16 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
     found += [w for w in check.get("warnings", []) if w not in found]
-    window = verdicts.beyond_window(m)
-    if window.any():
-        names = dict.fromkeys(f"{m.blocks[b].name} ({m.models[mi].label}, {int(c):,} tokens > "
-                              f"{m.models[mi].max_context:,})" for b, mi, c in
-                              zip(m.block_idx[window].tolist(), m.model_idx[window].tolist(),
-                                  m.context[window].tolist(), strict=True))
+    window = np.flatnonzero(verdicts.beyond_window(m))
+    if window.size:
+        # the first six distinct (workload, model, context) in cell order, found in numpy: a million cells
+        # beyond the window are one np.unique, not a million formatted strings
+        keys = np.stack([m.block_idx[window], m.model_idx[window], m.context[window]]).T
+        _, first = np.unique(keys, axis=0, return_index=True)
+        names = [f"{m.blocks[int(b)].name} ({m.models[int(mi)].label}, {int(c):,} tokens > "
+                 f"{m.models[int(mi)].max_context:,})" for b, mi, c in keys[np.sort(first)[:6]]]
         found.append({"code": "beyond-window", "message": (
-            "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(list(names)[:6])
+            "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)
             + " — the model was not trained for that context; its quality there is unknown")})
     moe = sorted({m.models[mi].label for _, mi, _ in served if m.models[mi].num_experts})
     if moe:
@@ -152,6 +154,6 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             "steps are priced unchanged; give a workload traffic: and a scheduler: (e.g. examples/serving-conv.yaml) "
             "to price it")})
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
-                      regions.analyse(claim, m, models, served, work) if analyse else None, baseline=overrides,
+                      regions.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
                       incumbent=shipped)

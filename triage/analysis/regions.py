@@ -182,16 +182,23 @@ def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
 
 
 def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-                work: Budget | None = None) -> tuple[Sensitivity, ...]:
+                work: Budget | None = None, priced: layers.Gaps | None = None) -> tuple[Sensitivity, ...]:
     """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
     takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
-    simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise)."""
+    simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise).
+
+    ``priced``: the evaluation's own gaps (after its simulation). A variant that prices as the card does (only
+    its quality moves, or it restates the card's own value) is judged on them, and every other variant prices
+    only its claim side: the baseline does not move with the card."""
     rows = []
     for name, value, variant in _variants(claim):
-        g = layers.compute(m, variant, models)
-        if served:
-            same = name == "quality retained" or not touched_groups(claim.change)
-            g = serving.price(m, variant, g, served if same else None, work)[1]
+        if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
+            g = priced
+        else:
+            g = layers.compute(m, variant, models, baseline=priced.base if priced is not None else None)
+            if served:
+                same = name == "quality retained" or not touched_groups(claim.change)
+                g = serving.price(m, variant, g, served if same else None, work)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
         rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
@@ -234,7 +241,8 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
 
 
 def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-            work: Budget | None = None) -> Analysis:
-    """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once."""
+            work: Budget | None = None, priced: layers.Gaps | None = None) -> Analysis:
+    """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once (``priced``: the
+    evaluation's own gaps, which the sensitivity reuses)."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
-                    sensitivity(claim, m, models, served, work), frontier(claim, m, models))
+                    sensitivity(claim, m, models, served, work, priced), frontier(claim, m, models))

@@ -349,11 +349,12 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
 
 
 def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
-            shift: float = 0.0) -> Gaps:
+            shift: float = 0.0, baseline: Variant | None = None) -> Gaps:
     """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
 
     ``switch_optional=False`` prices an optional feature as always on (the paper check: the paper's number
-    was measured with it on)."""
+    was measured with it on). ``baseline``: the baseline side already priced on the same matrix and engine
+    shift (it depends on neither the card nor its variants), so a sensitivity variant prices only its own side."""
     models = {**models, **{mod.key: mod for mod in m.models}}
     model_inputs = _model_inputs(m, models)
     base_x = baseline_inputs(m)
@@ -369,7 +370,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     reserve = m.column("reserve_bytes")
     (base_ceff, base_beff), (claim_ceff, claim_beff) = efficiencies(claim, engine["compute"], engine["bandwidth"])
 
-    base = _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
+    base = baseline or _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
     spec = None
     if "speculative" in claim.change:
         plan = mechanisms.speculative_plan(claim.change["speculative"])
