@@ -125,3 +125,95 @@ def test_a_config_json_model_is_named_not_pathed(tmp_path):
                     "batch: [1, 8]}\n")
     cols = triage.evaluate(CLAIMS / "kv2x.yaml", grid).columns()
     assert set(cols["model"]) == {"qwen2.5-7b"}
+
+
+def test_a_sweep_streamed_in_chunks_has_the_cells_of_the_whole(tmp_path, monkeypatch):
+    """Chunks of 7 cells over a 60-cell grid of two chips and two phases: the CSV holds, row for row, the
+    columns one whole evaluation gives (the same cells, order and shares), and a row group per chunk."""
+    import dataclasses
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    from triage.analysis import pipeline
+
+    monkeypatch.setattr(pipeline, "LIMITS", dataclasses.replace(pipeline.LIMITS, sweep_chunk_cells=7))
+    grid = {"defaults": {"model": "llama-2-7b", "hardware": ["a100-80gb", "h100-sxm"]},
+            "grid": {"phase": ["decode", "prefill"], "context": [512, 2048, 8192], "batch": [1, 2, 4, 8, 16]}}
+    whole = triage.evaluate(CLAIMS / "kv2x.yaml", grid, analyse=False).columns()
+    assert len(whole["verdict"]) == 60
+    f = tmp_path / "grid.yaml"
+    f.write_text(__import__("yaml").safe_dump(grid))
+    for suffix in (".csv", ".parquet"):
+        out = tmp_path / f"cells{suffix}"
+        res = CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(f), "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        if suffix == ".parquet":
+            assert pq.ParquetFile(out).metadata.num_row_groups == 9          # ceil(60 / 7)
+            table = pq.read_table(out).to_pydict()
+            rows = [dict(zip(table, values, strict=True)) for values in zip(*table.values(), strict=True)]
+        else:
+            with out.open() as fh:
+                rows = list(csv.DictReader(fh))
+        assert len(rows) == 60 and list(rows[0]) == list(whole)
+        for name, column in whole.items():
+            for i, want in enumerate(column.tolist()):
+                got = rows[i][name]
+                if isinstance(want, float):
+                    assert (want != want and got in ("", None)) or float(got) == pytest.approx(want, rel=1e-12), \
+                        (name, i)
+                elif isinstance(want, bool):
+                    assert got in (want, "true" if want else "false"), (name, i)
+                else:
+                    assert str(got) == str(want), (name, i)
+
+
+def test_a_sweep_streams_past_a_runs_cell_limit_up_to_its_own(tmp_path, monkeypatch):
+    """`run` holds its cells whole (limit cells); `sweep` streams them (limit sweep_cells), each refused with
+    its own limit named."""
+    import dataclasses
+
+    from triage.inputs import workloads
+
+    monkeypatch.setattr(workloads, "LIMITS", dataclasses.replace(workloads.LIMITS, cells=100, sweep_cells=1_000))
+    f = tmp_path / "grid.yaml"
+    f.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\n"
+                 "grid: {phase: [decode], context: [" + ",".join(str(128 * (i + 1)) for i in range(50)) + "], "
+                 "batch: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}\n")
+    run = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(f)])
+    assert run.exit_code == 1 and "500 cells; one run prices at most 100 (limit cells)" in run.stderr
+    assert "`triage sweep` streams up to 1,000" in run.stderr
+    out = tmp_path / "cells.csv"
+    res = CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(f), "-o", str(out)])
+    assert res.exit_code == 0 and "500 cells" in res.stderr
+    monkeypatch.setattr(workloads, "LIMITS", dataclasses.replace(workloads.LIMITS, cells=100, sweep_cells=400))
+    res = CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(f), "-o", str(tmp_path / "b.csv")])
+    assert res.exit_code == 1 and "limit sweep_cells" in res.stderr and not (tmp_path / "b.csv").exists()
+
+
+def test_without_pyarrow_the_csv_is_the_same_rows_from_the_standard_library(tmp_path, monkeypatch):
+    """The `frame` extra is optional: without pyarrow the standard library writes the same header and rows
+    (values formatted the Python way), chunk after chunk under one header."""
+    import dataclasses
+
+    from triage.analysis import pipeline
+    from triage.report import frame
+
+    monkeypatch.setattr(pipeline, "LIMITS", dataclasses.replace(pipeline.LIMITS, sweep_chunk_cells=4))
+    f = tmp_path / "grid.yaml"
+    f.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\n"
+                 "grid: {phase: [decode], context: [4096, 131072], batch: [1, 64, 128]}\n")
+    outputs = {}
+    for name, arrow in (("arrow", frame._pyarrow), ("stdlib", lambda: None)):
+        monkeypatch.setattr(frame, "_pyarrow", arrow)
+        out = tmp_path / f"{name}.csv"
+        assert CliRunner().invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "-w", str(f), "-o", str(out)]
+                                  ).exit_code == 0
+        with out.open() as fh:
+            outputs[name] = list(csv.DictReader(fh))
+    assert len(outputs["stdlib"]) == len(outputs["arrow"]) == 6
+    for a, b in zip(outputs["arrow"], outputs["stdlib"], strict=True):
+        assert list(a) == list(b)
+        for key in a:
+            try:
+                assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-12), key
+            except ValueError:
+                assert a[key] == b[key], key

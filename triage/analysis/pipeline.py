@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim
@@ -45,6 +47,37 @@ def paper_baseline(claim: Claim) -> dict[str, Any]:
     utilization and tensor parallelism (what `--baseline paper` lays over every workload)."""
     setting = claim.claim.get("setting", {})
     return {k: setting[k] for k in PAPER_BASELINE_KEYS if k in setting}
+
+
+def _overrides(claim: Claim, baseline: str) -> dict[str, Any]:
+    """What `--baseline paper` lays over every workload ({} for the current stack); an error where the card
+    states no baseline of its paper."""
+    overrides = paper_baseline(claim) if baseline == "paper" else {}
+    if baseline == "paper" and not overrides:
+        raise UserError([Problem(claim.file, path="$.claim.setting", message=(
+            "--baseline paper needs the card's setting to state the paper's baseline: one of "
+            + ", ".join(PAPER_BASELINE_KEYS)))])
+    return overrides
+
+
+def sweep(card: Card | list[Card], source: workloads.Source = None, model: str | None = None,
+          baseline: str = "current", catalog_file: str | Path | None = None) -> tuple[int, Iterator[Evaluation]]:
+    """A sweep as a stream: every input read and checked now (errors before any output), then the cells
+    priced ``LIMITS.sweep_chunk_cells`` at a time, each chunk an Evaluation without analysis, so memory is the
+    chunk's whatever the grid (up to ``LIMITS.sweep_cells``). Returns the number of cells and the chunks."""
+    new_evaluation()
+    opened = workloads.open_source(source)
+    cat = workloads.definitions(opened, catalog.resolve(catalog_file))
+    claim = load_claim(card, cat)
+    cat = cat.merged({}, claim.models)
+    resolved = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline) or None, sweep=True)
+    n, step = matrix.size(resolved), LIMITS.sweep_chunk_cells
+
+    def chunks() -> Iterator[Evaluation]:
+        for start in range(0, n, step):        # each chunk a matrix of its own cells, shares over the whole
+            yield evaluate(claim, matrix.build(resolved, start, min(start + step, n)), analyse=False,
+                           catalog_file=catalog_file)
+    return n, chunks()
 
 
 def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
@@ -89,11 +122,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         cat = workloads.definitions(opened, cat)
     claim = load_claim(card, cat)                                   # load
     cat = cat.merged({}, claim.models)
-    overrides = paper_baseline(claim) if baseline == "paper" else {}
-    if baseline == "paper" and not overrides:
-        raise UserError([Problem(claim.file, path="$.claim.setting", message=(
-            "--baseline paper needs the card's setting to state the paper's baseline: one of "
-            + ", ".join(PAPER_BASELINE_KEYS)))])
+    overrides = _overrides(claim, baseline)
     m, resolved = load_matrix(opened, cat, model, overrides or None)   # build
     models = resolved.models
     _check_applies(claim, m)

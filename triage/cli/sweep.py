@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..report import frame
-from ..report.result import evaluate
+from ..report.result import sweep
 from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source
 
 
@@ -27,7 +27,8 @@ def command(card: Path, workloads: Path | None, model: str | None,
 
     Columns are the JSON cells' fields flattened with dots (baseline.time_s.end_to_end, speedup.theoretical,
     verdict, …); the reasons are words and stay in `triage run --format json`. No crossover, SLO or
-    sensitivity analysis is run: a sweep is data.
+    sensitivity analysis is run: a sweep is data. The cells are priced and written a chunk at a time, so a
+    grid of up to sweep_cells cells runs in the memory of one chunk.
 
     \b
     Example:
@@ -37,6 +38,5 @@ def command(card: Path, workloads: Path | None, model: str | None,
     """
     fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
     source, model = matrix_source(workloads, model, axes)
-    result = evaluate(card, source, model, analyse=False, catalog_file=catalog_file)
-    deliver(frame.writer(result.columns(), fmt), output, (card, workloads), force,
-            f" ({len(result):,} cells, {fmt})")
+    cells, chunks = sweep(card, source, model, catalog_file=catalog_file)
+    deliver(frame.writer(chunks, fmt), output, (card, workloads), force, f" ({cells:,} cells, {fmt})")

@@ -295,10 +295,11 @@ def _model_names(data: dict[str, Any]) -> set[str]:
 
 
 def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
-         model: str | None = None, baseline: dict[str, Any] | None = None) -> Workloads:
+         model: str | None = None, baseline: dict[str, Any] | None = None, sweep: bool = False) -> Workloads:
     """Resolve a workload file (path, parsed dict or Document; None for the shipped default) into blocks.
 
-    ``model`` (a catalog name or a path to a config.json) replaces the model of every workload.
+    ``model`` (a catalog name or a path to a config.json) replaces the model of every workload. ``sweep``: the
+    cells are streamed a chunk at a time (`triage sweep`), so the sweep's cell limit applies, not a run's.
     """
     base_doc = catalog_mod.default_workloads()
     user_doc = open_source(source)
@@ -378,10 +379,13 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         raise UserError(problems)
     cells = sum(len(b.settings.models) * len(b.settings.hardware) * len(b.contexts or (0,)) * len(b.batches or (0,))
                 for b, _ in blocks)
-    if cells > LIMITS.cells:
-        where = ("grid",) if grid else ("workloads",)
+    where = ("grid",) if grid else ("workloads",)
+    if sweep and cells > LIMITS.sweep_cells:
+        raise UserError([doc.problem(where, f"{cells:,} cells; one sweep prices at most {LIMITS.sweep_cells:,} "
+                                            f"(limit sweep_cells): split the grid into several sweeps")])
+    if not sweep and cells > LIMITS.cells:
         raise UserError([doc.problem(where, f"{cells:,} cells; one run prices at most {LIMITS.cells:,} (limit cells): "
-                                            f"split the grid into several `triage sweep` runs")])
+                                            f"`triage sweep` streams up to {LIMITS.sweep_cells:,}")])
 
     for block, path in blocks:
         settings = block.settings

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..defaults import LONG_CONTEXT_TOKENS
 from ..inputs.specs import Hardware, Model, bytes_per_element
-from ..inputs.workloads import Settings, Workloads
+from ..inputs.workloads import Block, Settings, Workloads
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,24 @@ def _get(obj: Any, attr: str) -> float:
     return math.nan if value is None else float(value)
 
 
-def build(workloads: Workloads) -> Matrix:
-    """Concatenate the blocks' cells into columns; shares split evenly within a block."""
+def _block_cells(block: Block) -> tuple[int, int]:
+    """(cells per model × chip pair, model × chip pairs) of a resolved block."""
+    per = len(block.contexts) * len(block.batches) if block.contexts is not None and block.batches is not None \
+        else 1
+    return per, len(block.settings.models) * len(block.settings.hardware)
+
+
+def size(workloads: Workloads) -> int:
+    """How many cells ``build`` makes of the workloads, without making them."""
+    return sum(per * pairs for per, pairs in map(_block_cells, workloads.blocks))
+
+
+def build(workloads: Workloads, start: int = 0, stop: int | None = None) -> Matrix:
+    """The cells ``start`` to ``stop`` (all by default) of the blocks, concatenated into columns; shares split
+    evenly within a block and normalised over every cell, so a sweep built a range at a time (a chunk of a
+    grid too large to hold) has the same cells and shares as the whole (to the last bit of rounding). A cell's
+    place is arithmetic (block, then model × chip, then context, then batch), so a range costs its own size,
+    not the grid's."""
     blocks = workloads.blocks
     cat = workloads.catalog
     model_keys = sorted({m for b in blocks for m in b.settings.models})
@@ -103,32 +119,41 @@ def build(workloads: Workloads) -> Matrix:
     cols: dict[str, list[np.ndarray]] = {k: [] for k in
                                          ("model", "hardware", "block", "decode", "context", "batch", "share", "long")}
     explicit_share = any(b.settings.share for b in blocks)
-    for n_block, block in enumerate(blocks):
+    sizes = [_block_cells(b) for b in blocks]
+    totals = [(b.settings.share or 0.0) if explicit_share else float(per * pairs)   # no shares: every cell alike
+              for b, (per, pairs) in zip(blocks, sizes, strict=True)]
+    total = sum(totals)
+    stop = size(workloads) if stop is None else stop
+    offset = 0
+    for n_block, (block, (per, pairs), share_total) in enumerate(zip(blocks, sizes, totals, strict=True)):
+        n = per * pairs
+        lo, hi = max(start - offset, 0), min(stop - offset, n)
+        offset += n
+        if lo >= hi:
+            continue
         s = block.settings
-        combos = list(product(s.models, s.hardware))
+        i = np.arange(lo, hi)
+        pair, k = np.divmod(i, per)
         if block.contexts is not None and block.batches is not None:
-            ctx, bat = np.meshgrid(np.asarray(block.contexts, float), np.asarray(block.batches, float), indexing="ij")
-            ctx, bat = ctx.ravel(), bat.ravel()
+            c, b = np.divmod(k, len(block.batches))                # contexts outer, batches inner
+            ctx = np.asarray(block.contexts, float)[c]
+            bat = np.asarray(block.batches, float)[b]
         else:
-            ctx, bat = np.array([float(s.context)]), np.array([float(s.batch)])
-        per = ctx.size
-        n = per * len(combos)
-        share_total = (s.share or 0.0) if explicit_share else float(n)     # no shares given: every cell alike
-        cols["model"].append(np.repeat([m_index[m] for m, _ in combos], per))
-        cols["hardware"].append(np.repeat([h_index[h] for _, h in combos], per))
-        cols["block"].append(np.full(n, n_block))
-        cols["decode"].append(np.full(n, s.phase == "decode"))
-        cols["context"].append(np.tile(ctx, len(combos)))
-        cols["batch"].append(np.tile(bat, len(combos)))
-        cols["share"].append(np.full(n, share_total / n))
-        if s.long_context is None:
-            cols["long"].append(np.tile(ctx >= LONG_CONTEXT_TOKENS, len(combos)))
-        else:
-            cols["long"].append(np.full(n, s.long_context))
-    arrays = {k: np.concatenate(v) for k, v in cols.items()}
+            ctx, bat = np.full(i.size, float(s.context)), np.full(i.size, float(s.batch))
+        combos = list(product(s.models, s.hardware))
+        cols["model"].append(np.array([m_index[m] for m, _ in combos])[pair])
+        cols["hardware"].append(np.array([h_index[h] for _, h in combos])[pair])
+        cols["block"].append(np.full(i.size, n_block))
+        cols["decode"].append(np.full(i.size, s.phase == "decode"))
+        cols["context"].append(ctx)
+        cols["batch"].append(bat)
+        cols["share"].append(np.full(i.size, share_total / n))
+        cols["long"].append(ctx >= LONG_CONTEXT_TOKENS if s.long_context is None else np.full(i.size, s.long_context))
+    arrays = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
     share = arrays["share"]
-    total = share.sum()
-    share = share / total if total > 0 else np.full(share.shape, 1.0 / share.size)
+    if start <= 0 and stop >= offset:
+        total = share.sum()               # the whole matrix: normalised by its own sum, as it always was
+    share = share / total if total > 0 else np.full(share.shape, 1.0 / max(offset, 1))
     return Matrix(
         models=tuple(cat.models[k] for k in model_keys),
         hardware=tuple(cat.hardware[k] for k in hw_keys),
@@ -137,8 +162,8 @@ def build(workloads: Workloads) -> Matrix:
         hardware_idx=arrays["hardware"].astype(np.intp),
         block_idx=arrays["block"].astype(np.intp),
         decode=arrays["decode"].astype(bool),
-        context=arrays["context"],
-        batch=arrays["batch"],
+        context=arrays["context"].astype(float),
+        batch=arrays["batch"].astype(float),
         share=share,
         long_context=arrays["long"].astype(bool),
         source=workloads.source,

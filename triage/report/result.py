@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,14 @@ def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse
              baseline: str = "current", catalog_file: Path | str | None = None) -> Result:
     """Evaluate a claim card over a workload matrix: see triage.evaluate."""
     return Result(pipeline.evaluate(card, workloads, model, analyse, baseline, catalog_file))
+
+
+def sweep(card: Any, workloads: Any = None, model: str | None = None, baseline: str = "current",
+          catalog_file: Path | str | None = None) -> tuple[int, Iterator[dict[str, np.ndarray]]]:
+    """A sweep's rows as a stream of column chunks (analysis.pipeline.sweep): the number of cells, then each
+    chunk's columns, named as ``Result.columns`` names them. Inputs are checked before the first chunk."""
+    n, chunks = pipeline.sweep(card, workloads, model, baseline, catalog_file)
+    return n, map(cells_mod.columns, chunks)        # map holds no chunk once its columns are out
 
 
 def with_measurements(result: Result, path: Path | str) -> Result:
