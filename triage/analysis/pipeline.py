@@ -80,6 +80,18 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     return n, chunks()
 
 
+def _first_distinct(rows: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` distinct rows, in order, from the shortest prefix that holds them: a million cells
+    beyond a window are a few thousand rows to sort, not a million formatted strings."""
+    n = 4096
+    while True:
+        head = rows[:n]
+        _, first = np.unique(head, axis=0, return_index=True)
+        if first.size >= k or n >= len(rows):
+            return head[np.sort(first)[:k]]
+        n *= 8
+
+
 def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
     """A change that cannot act on the matrix's models is an error, never a quiet 1.00x (or a growth)."""
     n = claim.change.get("kv_heads")
@@ -156,12 +168,9 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     window = np.flatnonzero(verdicts.beyond_window(m))
     if window.size:
-        # the first six distinct (workload, model, context) in cell order, found in numpy: a million cells
-        # beyond the window are one np.unique, not a million formatted strings
         keys = np.stack([m.block_idx[window], m.model_idx[window], m.context[window]]).T
-        _, first = np.unique(keys, axis=0, return_index=True)
         names = [f"{m.blocks[int(b)].name} ({m.models[int(mi)].label}, {int(c):,} tokens > "
-                 f"{m.models[int(mi)].max_context:,})" for b, mi, c in keys[np.sort(first)[:6]]]
+                 f"{m.models[int(mi)].max_context:,})" for b, mi, c in _first_distinct(keys, 6)]
         found.append({"code": "beyond-window", "message": (
             "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)
             + " — the model was not trained for that context; its quality there is unknown")})

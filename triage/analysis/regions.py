@@ -202,6 +202,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
         rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
+        del g, v, d                    # a variant's arrays go before the next is priced (memory: one at a time)
     return tuple(rows)
 
 

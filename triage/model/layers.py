@@ -32,8 +32,8 @@ from .roofline import (
     StepInputs,
     at,
     attended_tokens,
+    bound_times,
     comm_time,
-    compute_bound_time,
     decode_occupancy,
     memory,
     step_cost,
@@ -183,27 +183,27 @@ class Fixed:
 
 
 def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInputs, hw: Machine,
-           ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed) -> tuple[_Layers, dict[str, np.ndarray]]:
+           ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed
+           ) -> tuple[_Layers, dict[str, np.ndarray], np.ndarray]:
     """One forward step's time: the roofline, then efficiencies, occupancy and the all-reduces (their ring
     latency is an algorithm's, not a physical floor: kept out of the theoretical layer so that it stays a lower
-    bound), then the fixed costs; and the end-to-end time by term."""
+    bound), then the fixed costs; the end-to-end time by term; and the bound's compute-bound seconds."""
     comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
-    theo = step_time(cost, hw.peak, hw.bandwidth, vector_peak=hw.vector_peak)
+    theo, compute_bound = bound_times(cost, hw.peak, hw.bandwidth, hw.vector_peak)
     occupied = {**beff, "attention": beff["attention"] * decode_occupancy(x_impl, hw.sms)}
     kernels = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak)
     terms = {"kernels": kernels, "communication": comm, **fixed.terms(x)}
     impl = kernels + comm
-    return _Layers(theo, impl, impl + fixed.of(x)), terms
+    return _Layers(theo, impl, impl + fixed.of(x)), terms, compute_bound
 
 
 def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any], beff: dict[str, Any],
              fixed: Fixed, capacity: Any, reserve: Any, spec: _Speculation | None = None) -> Variant:
     cost = step_cost(x)
     cost_impl = cost if x_impl is x else step_cost(x_impl)
-    t, terms = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, fixed)
+    t, terms, bound = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, fixed)
     # the share of one step (a verification step, under speculation) spent compute-bound: all-reduces count as
     # time that is neither, so the share stays in [0, 1]
-    bound = compute_bound_time(cost, hw.peak, hw.bandwidth, hw.vector_peak)
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = np.clip(np.nan_to_num(bound / t.theoretical), 0.0, 1.0)
     mem = memory(x_impl)            # what the implementation stores (no sparse kernel: dense weights)

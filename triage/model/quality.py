@@ -40,22 +40,25 @@ def standing(claim: Claim, gate: np.ndarray, cell_params: np.ndarray,
     ppl = [f for f in claim.figures if f.lower_is_better]
     worst_task = min(tasks, key=lambda f: f.retained) if tasks else None
     worst_ppl = max(ppl, key=lambda f: f.increase) if ppl else None
-    status = np.full(n, UNREPORTED)
+    # the card's figures are one value each: graded once (against a gate that is one value on most matrices)
+    # and broadcast, not a column per figure
+    gate_one = gate.flat[0] if gate.size and np.all(gate == gate.flat[0]) else gate
+    status: np.ndarray = np.asarray(UNREPORTED)
     if worst_task is not None or worst_ppl is not None:
-        status = np.full(n, PASS)
+        status = np.asarray(PASS)
         if worst_task is not None:
-            status = np.maximum(status, _grade(np.full(n, worst_task.retained), gate, ACCURACY_BAND, True))
+            status = np.maximum(status, _grade(np.asarray(worst_task.retained), gate_one, ACCURACY_BAND, True))
         if worst_ppl is not None:
-            status = np.maximum(status, _grade(np.full(n, worst_ppl.increase), PERPLEXITY_GATE, PERPLEXITY_BAND,
+            status = np.maximum(status, _grade(np.asarray(worst_ppl.increase), PERPLEXITY_GATE, PERPLEXITY_BAND,
                                                False))
     elif claim.quality_retained is not None:          # one summary figure: an accuracy-like retained fraction
-        status = _grade(np.full(n, claim.quality_retained), gate, ACCURACY_BAND, True)
-    if measured_quality is not None:
-        has = np.isfinite(measured_quality)
+        status = _grade(np.asarray(claim.quality_retained), gate_one, ACCURACY_BAND, True)
+    mq = measured_quality if measured_quality is not None and np.isfinite(measured_quality).any() else None
+    if mq is not None:
         with np.errstate(invalid="ignore"):
-            status = np.where(has, _grade(measured_quality, gate, ACCURACY_BAND, True), status)
+            status = np.where(np.isfinite(mq), _grade(mq, gate, ACCURACY_BAND, True), status)
     measured = max((f.params for f in claim.figures), default=0.0)
     far = (measured > FAR_MODEL_FACTOR * cell_params) & (status != UNREPORTED)
-    if measured_quality is not None:
-        far &= ~np.isfinite(measured_quality)
-    return QualityStanding(status, worst_ppl, worst_task, far, measured)
+    if mq is not None:
+        far &= ~np.isfinite(mq)
+    return QualityStanding(np.broadcast_to(status, n), worst_ppl, worst_task, np.broadcast_to(far, n), measured)

@@ -129,8 +129,16 @@ def by_phase(decode: np.ndarray, on_decode: Callable[[], Any], on_prefill: Calla
     return np.where(decode, on_decode(), on_prefill())
 
 
+NOTHING = np.zeros(())     # a group's count that is zero on every cell, kept 0-d: numpy broadcasts it for free
+
+
 def _zeros() -> dict[str, np.ndarray]:
-    return {g: np.asarray(0.0) for g in GROUPS}
+    return {g: NOTHING for g in GROUPS}
+
+
+def _none(a: Any) -> bool:
+    """A count that is zero on every cell as a 0-d value (its time is zero: nothing to divide)."""
+    return np.ndim(a) == 0 and float(a) == 0.0
 
 
 @dataclass(frozen=True)
@@ -213,10 +221,12 @@ def step_cost(x: StepInputs) -> StepCost:
     routed_share = np.divide(x.experts_per_token, np.maximum(x.experts, 1.0))
     active = x.body_params + x.routed_expert_params * routed_share
     lin_f = (2.0 * active * x.linear_flops_mult) * tokens
-    read_params = x.body_params + x.routed_expert_params * experts_touched_fraction(
-        tokens, x.experts, x.experts_per_token)
+    # a dense model (no routed expert anywhere) reads its body whatever the batch: one value, not a column
+    read_params = x.body_params if _none(x.routed_expert_params) else x.body_params + \
+        x.routed_expert_params * experts_touched_fraction(tokens, x.experts, x.experts_per_token)
     lin_b = read_params * x.weight_read_bpe
-    lin_v = read_params * x.dequant_weight_ops + tokens * x.transform_ops
+    lin_v = NOTHING if _none(x.dequant_weight_ops) and _none(x.transform_ops) else \
+        read_params * x.dequant_weight_ops + tokens * x.transform_ops
 
     # attention: decode reads T_read tokens of KV per sequence once for its q queries and writes q new ones;
     # prefill attends causally (within the window on sliding layers) and writes the new prompt tokens' KV.
@@ -230,7 +240,8 @@ def step_cost(x: StepInputs) -> StepCost:
     kv_written = by_phase(x.decode, lambda: x.batch * x.query_tokens,
                           lambda: x.batch * x.context * (1.0 - x.prefix_fraction)) * kv_row * x.kv_stored_bpe
     att_b = kv_read + kv_written
-    att_v = by_phase(x.decode, lambda: x.batch * x.kv_read_tokens * kv_row * x.dequant_kv_ops, lambda: 0.0)
+    att_v = NOTHING if _none(x.dequant_kv_ops) else \
+        by_phase(x.decode, lambda: x.batch * x.kv_read_tokens * kv_row * x.dequant_kv_ops, lambda: 0.0)
     if x.eager.any():
         # eager attention writes S, reads it for softmax, writes P, reads it for PV:
         # four passes over the score matrix per layer (Dao et al. 2022, Algorithm 0).
@@ -248,14 +259,17 @@ def step_cost(x: StepInputs) -> StepCost:
     rows = np.minimum(tokens * x.hidden, x.embedding_params) * x.head_read_bpe
     other_b = rows + logit_rows * (x.vocab * LOGIT_BYTES)
 
+    one_gpu = np.ndim(x.tp) == 0 and float(x.tp) == 1.0       # no division to make when nothing is sharded
+
     def full(a: Any, shard: bool = True) -> np.ndarray:
-        return np.broadcast_to(np.asarray(a / x.tp if shard else a, dtype=float), shape)
+        return np.broadcast_to(np.asarray(a if one_gpu or not shard else a / x.tp, dtype=float), shape)
 
     return StepCost(
-        flops={"linear": full(lin_f), "attention": full(att_f), "lm_head": full(head_f), "other": full(0.0)},
+        flops={"linear": full(lin_f), "attention": full(att_f), "lm_head": full(head_f), "other": NOTHING},
         bytes={"linear": full(lin_b), "attention": full(att_b), "lm_head": full(head_b),
                "other": full(other_b, shard=False)},
-        vector_ops={"linear": full(lin_v), "attention": full(att_v), "lm_head": full(0.0), "other": full(0.0)},
+        vector_ops={"linear": NOTHING if lin_v is NOTHING else full(lin_v),
+                    "attention": NOTHING if att_v is NOTHING else full(att_v), "lm_head": NOTHING, "other": NOTHING},
         peak_mult={"linear": x.linear_peak_mult, "attention": x.attention_peak_mult, "lm_head": 1.0, "other": 1.0},
     )
 
@@ -277,10 +291,11 @@ def group_times(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: Mapping[
     """(compute time, memory time) per group: (FLOPs/peak + ops/vector peak)/ce and bytes/(BW·be)."""
     out = {}
     for g in GROUPS:
-        compute = cost.flops[g] / (peak * cost.peak_mult[g])
-        if vector_peak is not None:
+        compute: Any = NOTHING if _none(cost.flops[g]) else cost.flops[g] / (peak * cost.peak_mult[g])
+        if vector_peak is not None and not _none(cost.vector_ops[g]):
             compute = compute + cost.vector_ops[g] / vector_peak
-        out[g] = (compute / compute_eff[g], cost.bytes[g] / (bandwidth * bandwidth_eff[g]))
+        out[g] = (compute if _none(compute) else compute / compute_eff[g],
+                  cost.bytes[g] / (bandwidth * bandwidth_eff[g]))
     return out
 
 
@@ -292,11 +307,14 @@ def step_time(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: Mapping[st
     return sum(np.maximum(c, m) for c, m in sides.values())
 
 
-def compute_bound_time(cost: StepCost, peak: Any, bandwidth: Any, vector_peak: Any = None) -> np.ndarray:
-    """Seconds of the bound spent in groups whose FLOPs outlast their bytes."""
+def bound_times(cost: StepCost, peak: Any, bandwidth: Any, vector_peak: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """The step's roofline time at full efficiency (``step_time``'s) and the seconds of it spent in groups whose
+    FLOPs outlast their bytes, from one pass over the groups."""
     ones = {g: 1.0 for g in GROUPS}
     sides = group_times(cost, peak, bandwidth, ones, ones, vector_peak)
-    return sum(np.where(c >= m, c, 0.0) for c, m in sides.values())  # type: ignore[return-value]
+    total = sum(np.maximum(c, m) for c, m in sides.values())
+    compute = sum(np.where(c >= m, c, 0.0) for c, m in sides.values())
+    return total, compute  # type: ignore[return-value]
 
 
 def decode_occupancy(x: StepInputs, sms: Any) -> np.ndarray:

@@ -130,7 +130,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     gate = np.broadcast_to(m.column("quality_gate"), shape)
     enables = ~g.base.fits & g.claim.fits
     retained = claim.quality_retained
-    nan = np.full(len(m), np.nan)
+    nan = np.asarray(np.nan)                  # nothing measured: one value, broadcast (no column to allocate)
     mq = nan if measured_quality is None else measured_quality
     mt = nan if measured_claim_s is None else measured_claim_s
     has_mq = np.isfinite(mq)
@@ -173,7 +173,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
         step = g.claim.time_end_to_end * g.claim.inputs.utilization
         slo_missed = np.where(np.isfinite(mt), mt, step) > g.slo
 
-    inc = np.full(len(m), np.nan) if incumbent_request_s is None else incumbent_request_s
+    inc = nan if incumbent_request_s is None else incumbent_request_s
     with np.errstate(invalid="ignore", divide="ignore"):
         over = np.where(np.isfinite(inc) & np.isfinite(g.claim_request_s), inc / g.claim_request_s, np.nan)
         incumbent_low = over < min_gain
@@ -182,7 +182,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     unproven = integration & (q.status == quality.UNREPORTED) & ~has_mq
     window = beyond_window(m)
 
-    code = np.full(len(m), GO)
+    code = np.full(len(m), GO, dtype=np.int8)
     cond = ((q.status == quality.UNREPORTED) & ~has_mq) | long_untested | slo_missed | quality_band | q.far_model \
         | integration
     code = np.where(cond, CONDITIONAL, code)
@@ -191,7 +191,10 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     incompatible = _incompatible(m, claim)
     code = np.where(theory_low | quality_fail | evidence_gap | incompatible | incumbent_low | unproven, NO_GO, code)
     code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
+    def column(a: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(a, code.shape)       # a read-only view where one value stands for every cell
+
     return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None and not claim.figures, long_untested, slo_missed, mq, mt, evidence_gap,
-                    tuple(missing), incompatible, q, quality_band, q.far_model, integration, window,
-                    incumbent_low, over, unproven, free)
+                    retained is None and not claim.figures, long_untested, slo_missed, column(mq), column(mt),
+                    evidence_gap, tuple(missing), incompatible, q, quality_band, column(q.far_model), integration,
+                    window, column(incumbent_low), column(over), column(unproven), free)
