@@ -1,26 +1,37 @@
-"""Benchmark: sweep throughput, linear outputs, `triage sweep` to CSV, `triage run` start-up, vectorization.
+"""Benchmark: the paths a user runs, end to end, each as a median of fresh processes with its peak memory.
 
-Run with:  .venv/bin/python bench/bench.py          (not part of the test suite)
+Run with:  .venv/bin/python bench/bench.py [--runs N] [--big]      (not part of the test suite; ~3 minutes)
 
-0. triage.evaluate + to_dict() on 10,000 and 100,000 cells (fresh processes): the ratio should be ~10.
+0. triage.evaluate + to_dict() on 10,000 and 100,000 cells: the ratio should be ~10 (outputs linear in cells).
+1. triage.evaluate over a 1,000,000-cell grid (claims/kv2x.yaml, 1000 contexts × 1000 batches, llama-2-7b on
+   h100-sxm), with its analysis (crossover, SLO, sensitivity) and without: cells/s and peak memory of the
+   process (imports excluded from the time, included in the memory).
+2. One engine pass (layers.compute) over the same cells, in one process after a first call.
+3. `triage sweep` of the million cells to Parquet and to CSV, the whole command; with --big, 100 million cells
+   (10,000 × 10,000) to Parquet, once (about 3 minutes, 20 GB written to a temporary folder).
+4. Start-up: `triage run --help`, and what `triage run claims/kv2x.yaml` spends outside its pricing and
+   rendering (interpreter, imports, reading, writing: its wall time less the stages --verbose reports),
+   each against `python -c "import numpy"`.
+5. Serving: 100,000 requests through the simulation, Llama 2 7B on an H100 SXM at 20 requests/s of 1,024-token
+   prompts and 256-token outputs (beyond saturation: the queue grows), and the Azure conversation trace at
+   5 requests/s (Mistral 7B on an A100 80GB), continuous batching.
+6. The same pricing as a naive per-cell loop on a sample of cells, extrapolated to the million.
 
-1. claims/kv2x.yaml over a 1,000,000-cell grid (1000 contexts × 1000 batches,
-   llama-2-7b on h100-sxm) through triage.evaluate: cells/s and peak memory
-   (a fresh process, so its peak RSS is the sweep's).
-2. `triage run claims/kv2x.yaml` wall time (best and median of several runs),
-   and the slowest imports of that command from `python -X importtime`.
-3. The same work as a naive per-cell loop (one cell at a time through the same
-   engine) on a sample of cells, extrapolated to the million.
+Times are medians of --runs fresh processes (default 5); the machine's page-fault cost varies from run to run
+(a VM), so the minimum is printed beside each median.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,132 +41,181 @@ CONTEXTS = [128 * (i + 1) for i in range(1000)]      # 128 … 128,000 tokens
 BATCHES = list(range(1, 1001))                        # 1 … 1000
 GRID = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
         "grid": {"phase": ["decode"], "context": CONTEXTS, "batch": BATCHES}}
-
-SWEEP = """
-import resource, sys, time
-sys.path.insert(0, {root!r})
-import triage
-from bench.bench import CARD, GRID
-t0 = time.perf_counter(); r = triage.evaluate(CARD, GRID, analyse=False); cold = time.perf_counter() - t0
-warm = []
-for _ in range(3):
-    t0 = time.perf_counter(); r = triage.evaluate(CARD, GRID, analyse=False); warm.append(time.perf_counter() - t0)
-print(len(r), cold, min(warm), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-"""
+BIG = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+       "grid": {"phase": ["decode"], "context": [16 * (i + 1) for i in range(10_000)],
+                "batch": list(range(1, 10_001))}}
+SATURATION = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+              "workloads": [{"name": "saturation", "traffic": {
+                  "rates": [20], "arrivals": "poisson", "prompt_tokens": 1024, "output_tokens": 256,
+                  "requests": 1000}}]}
+TRIAGE = shutil.which("triage", path=str(Path(sys.executable).parent)) or "triage"
 
 
-def sweep() -> None:
-    out = subprocess.run([sys.executable, "-c", SWEEP.format(root=str(ROOT))], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout.split()
-    cells, cold, warm, peak = int(out[0]), float(out[1]), float(out[2]), float(out[3])
-    print(f"1. sweep: {cells:,} cells; first call {cold:.2f} s (imports and catalog included), "
-          f"warm {warm:.3f} s = {cells / warm:,.0f} cells/s; peak memory {peak / 2**30:.2f} GiB")
+TRIAGE_PEAK = ("import atexit, resource, sys\n"
+               "atexit.register(lambda: sys.stderr.write('PEAK %d\\n' % (resource.getrusage(resource.RUSAGE_SELF)"
+               ".ru_maxrss * 1024)))\n"
+               "from triage.cli import main\nsys.argv = ['triage', *sys.argv[1:]]\nmain()\n")
 
 
-OUTPUTS = """
-import sys, time
-sys.path.insert(0, {root!r})
-import triage
-n = {n}
-g = {{"defaults": {{"model": "llama-2-7b", "hardware": "h100-sxm"}},
-     "grid": {{"phase": ["decode"], "context": [128 * (i + 1) for i in range(n // 100)],
-              "batch": list(range(1, 101))}}}}
-triage.evaluate({card!r}, {{"defaults": g["defaults"], "grid": {{**g["grid"], "context": [128]}}}}).to_dict()
-t0 = time.perf_counter(); triage.evaluate({card!r}, g).to_dict(); print(time.perf_counter() - t0)
-"""
+def _child(cmd: list[str]) -> tuple[float, float, str, str]:
+    """(wall s, peak resident bytes or NaN, stdout, stderr) of one fresh process; a `triage` command runs as the
+    console script does (a fresh interpreter calling triage.cli.main) and reports its own peak."""
+    if cmd[0] == TRIAGE:
+        cmd = [sys.executable, "-c", TRIAGE_PEAK, *cmd[1:]]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-2000:]}")
+    found = re.search(r"PEAK (\d+)", proc.stderr)
+    return wall, float(found[1]) if found else float("nan"), proc.stdout, proc.stderr
 
 
-def outputs(runs: int = 3) -> None:
-    """evaluate + to_dict, fresh process per run, best of ``runs``, at 10k and 100k cells."""
+def _python(code: str) -> tuple[float, float, str]:
+    """(wall s, peak bytes, stdout) of ``code`` in a fresh interpreter (ru_maxrss read inside it)."""
+    wall, _, out, _ = _child([sys.executable, "-c", f"import resource, sys\nsys.path.insert(0, {str(ROOT)!r})\n{code}\n"
+                              "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"])
+    peak = float(re.search(r"PEAK (\d+)", out)[1])
+    return wall, peak, out
+
+
+def _median(values: list[float]) -> str:
+    return f"median {statistics.median(values):.3f} s (min {min(values):.3f})"
+
+
+def outputs(runs: int) -> None:
+    code = ("import time, triage\nn = {n}\n"
+            "g = {{'defaults': {{'model': 'llama-2-7b', 'hardware': 'h100-sxm'}}, 'grid': {{'phase': ['decode'], "
+            "'context': [128 * (i + 1) for i in range(n // 100)], 'batch': list(range(1, 101))}}}}\n"
+            "triage.evaluate({card!r}, {{**g, 'grid': {{**g['grid'], 'context': [128]}}}}).to_dict()\n"
+            "t0 = time.perf_counter(); triage.evaluate({card!r}, g).to_dict(); print('T', time.perf_counter() - t0)")
     best = {}
     for n in (10_000, 100_000):
-        code = OUTPUTS.format(root=str(ROOT), n=n, card=str(CARD))
-        best[n] = min(float(subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True,
-                                           text=True).stdout) for _ in range(runs))
+        times = [float(re.search(r"T ([\d.e-]+)", _python(code.format(n=n, card=str(CARD)))[2])[1])
+                 for _ in range(runs)]
+        best[n] = statistics.median(times)
     print(f"0. evaluate + to_dict(): 10,000 cells {best[10_000]:.3f} s, 100,000 cells {best[100_000]:.3f} s "
-          f"(x{best[100_000] / best[10_000]:.1f} for 10x the cells; best of {runs} fresh processes)")
+          f"(x{best[100_000] / best[10_000]:.1f} for 10x the cells; medians of {runs} fresh processes)")
 
 
-def sweep_csv() -> None:
-    """`triage sweep` of the million-cell grid to CSV and Parquet, the whole command timed."""
-    import tempfile
+def evaluate(runs: int) -> None:
+    for analyse in (True, False):
+        code = ("import time, triage\nfrom triage.analysis import pipeline\nfrom bench.bench import CARD, GRID\n"
+                f"t0 = time.perf_counter(); r = triage.evaluate(str(CARD), GRID, analyse={analyse})\n"
+                "print('T', time.perf_counter() - t0, len(r))")
+        results = [_python(code) for _ in range(runs)]
+        times = [float(re.search(r"T ([\d.e-]+)", out)[1]) for _, _, out in results]
+        cells = int(re.search(r"T [\d.e-]+ (\d+)", results[0][2])[1])
+        peak = max(p for _, p, _ in results)
+        what = "with its analysis" if analyse else "analyse=False (a sweep's pricing)"
+        print(f"1. triage.evaluate, {cells:,} cells, {what}: {_median(times)} = "
+              f"{cells / statistics.median(times):,.0f} cells/s; peak {peak / 1e9:.2f} GB")
 
+
+def engine(runs: int) -> None:
+    code = ("import time\nfrom bench.bench import CARD, GRID\nfrom triage.analysis import pipeline\n"
+            "from triage.inputs import catalog\nfrom triage.model import layers\n"
+            "cat = catalog.resolve(None); claim = pipeline.load_claim(CARD, cat)\n"
+            "m, res = pipeline.load_matrix(GRID, cat); layers.compute(m, claim, res.models)\n"
+            f"for _ in range({runs}):\n"
+            "    t0 = time.perf_counter(); layers.compute(m, claim, res.models); print('T', time.perf_counter() - t0)\n"
+            "print('N', len(m))")
+    _, _, out = _python(code)
+    times = [float(t) for t in re.findall(r"T ([\d.e-]+)", out)]
+    n = int(re.search(r"N (\d+)", out)[1])
+    print(f"2. one engine pass (layers.compute, baseline and claim), {n:,} cells: {_median(times)} = "
+          f"{n / statistics.median(times):,.0f} cells/s")
+
+
+def sweeps(runs: int, big: bool) -> None:
     import yaml
 
-    exe = shutil.which("triage", path=str(Path(sys.executable).parent)) or "triage"
     with tempfile.TemporaryDirectory() as tmp:
-        grid = Path(tmp) / "grid.yaml"
-        grid.write_text(yaml.safe_dump(GRID))
-        for suffix in ("csv", "parquet"):
-            out = Path(tmp) / f"cells.{suffix}"
-            t0 = time.perf_counter()
-            subprocess.run([exe, "sweep", str(CARD), "-w", str(grid), "-o", str(out)], cwd=ROOT, check=True,
-                           capture_output=True)
-            print(f"   `triage sweep` 1,000,000 cells -> {suffix}: {time.perf_counter() - t0:.1f} s, "
-                  f"{out.stat().st_size / 1e6:,.0f} MB")
+        for name, grid, n_runs in (("1,000,000", GRID, runs), ("100,000,000", BIG, 1 if big else 0)):
+            f = Path(tmp) / "grid.yaml"
+            f.write_text(yaml.safe_dump(grid, default_flow_style=True))
+            for suffix in ("parquet", "csv") if grid is GRID else ("parquet",):
+                out = Path(tmp) / f"cells.{suffix}"
+                results = [_child([TRIAGE, "sweep", str(CARD), "-w", str(f), "-o", str(out), "--force"])
+                           for _ in range(n_runs)]
+                if not results:
+                    print(f"3. `triage sweep` {name} cells: skipped (--big runs it)")
+                    continue
+                size = out.stat().st_size
+                out.unlink()
+                print(f"3. `triage sweep` {name} cells -> {suffix}: {_median([r[0] for r in results])}, "
+                      f"peak {max(r[1] for r in results) / 1e9:.2f} GB, {size / 1e6:,.0f} MB written")
 
 
-def _wall(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - t0
-
-
-def startup(runs: int = 7) -> None:
-    exe = shutil.which("triage", path=str(Path(sys.executable).parent)) or shutil.which("triage")
-    cmd = [exe, "run", str(CARD)] if exe else [sys.executable, "-m", "triage", "run", str(CARD)]
-    times = []
+def startup(runs: int) -> None:
+    numpy = [_child([sys.executable, "-c", "import numpy"])[0] for _ in range(runs)]
+    helps = [_child([TRIAGE, "run", "--help"])[0] for _ in range(runs)]
+    fixed, walls = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
-        times.append(time.perf_counter() - t0)
-    numpy = min(_wall([sys.executable, "-c", "import numpy"]) for _ in range(runs))
-    print(f"2. `triage run claims/kv2x.yaml`: best {min(times):.3f} s, median {statistics.median(times):.3f} s "
-          f"over {runs} runs; `python -c 'import numpy'` best {numpy:.3f} s (x{min(times) / numpy:.1f})")
-    err = subprocess.run([sys.executable, "-X", "importtime", "-m", "triage", "run", str(CARD)], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stderr
-    rows = []
-    for line in err.splitlines():
-        if line.startswith("import time:") and "|" in line and "cumulative" not in line:
-            _, cumulative, name = line.split("|")
-            if not name.startswith("  "):                 # top-level imports only
-                rows.append((int(cumulative), name.strip()))
-    top = ", ".join(f"{name} {us / 1e3:.0f} ms" for us, name in sorted(rows, reverse=True)[:6])
-    print(f"   slowest top-level imports: {top}")
+        wall, _, _, err = _child([TRIAGE, "--verbose", "run", str(CARD)])
+        stages = re.search(r"evaluated in (\d+) ms, rendered \w+ in (\d+) ms", err)
+        walls.append(wall)
+        fixed.append(wall - (int(stages[1]) + int(stages[2])) / 1e3)
+    base = statistics.median(numpy)
+    print(f"4. `python -c 'import numpy'`: {_median(numpy)}")
+    print(f"   `triage run --help`: {_median(helps)} (x{statistics.median(helps) / base:.1f} numpy's)")
+    print(f"   `triage run claims/kv2x.yaml`: {_median(walls)} in all; outside its pricing and rendering "
+          f"(interpreter, imports, reading, writing) {_median(fixed)} (x{statistics.median(fixed) / base:.1f} "
+          f"numpy's)")
+
+
+def serving(runs: int) -> None:
+    common = ("import time, dataclasses, triage\nfrom triage.analysis import serving\n"
+              "from triage.inputs.traffic import Scheduler\nfrom triage.model.serving import simulate\n"
+              "KV = {'id': 'c', 'title': 't', 'direction': 'cache', 'change': {'kv_bytes': 1.0}}\n"
+              "ev = triage.evaluate(KV, W, analyse=False).evaluation\n"
+              "cost = serving.cell_cost(ev.matrix, ev.claim, ev.gaps, 0)\n"
+              "t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=100_000)\n"
+              "req = serving.requests(t, RATE, cost.kv_tokens)\n"
+              "t0 = time.perf_counter(); out = simulate(req, cost, Scheduler(policy='continuous'))\n"
+              "print('T', time.perf_counter() - t0, len(req))")
+    for what, w, rate in (("Llama 2 7B, H100 SXM, Poisson 20 requests/s, 1024/256 tokens", repr(SATURATION), 20.0),
+                          ("Azure conversation trace at 5 requests/s, Mistral 7B, A100 80GB",
+                           repr(str(ROOT / "examples" / "serving-conv.yaml")), 5.0)):
+        code = f"W = {w}\nRATE = {rate}\n" + common
+        results = [_python(code) for _ in range(runs)]
+        times = [float(re.search(r"T ([\d.e-]+)", out)[1]) for _, _, out in results]
+        print(f"5. serving, 100,000 requests, {what}: {_median(times)}, "
+              f"peak {max(p for _, p, _ in results) / 1e9:.2f} GB")
 
 
 def naive(sample: int = 2000) -> None:
-    sys.path.insert(0, str(ROOT))
-    import numpy as np
-
-    import triage
-    from triage.inputs import cards, catalog, workloads
-    from triage.model import layers, matrix, verdicts
-
-    cat = catalog.load()
-    claim = cards.load(CARD)
-    grid = matrix.build(workloads.load(GRID))
-    t0 = time.perf_counter()
-    triage.evaluate(claim, grid, analyse=False)
-    vec = time.perf_counter() - t0
-    idx = np.linspace(0, len(grid) - 1, sample).astype(int)
-    t0 = time.perf_counter()
-    for i in idx:                                       # the naive way: one cell at a time
-        one = grid.take(np.array([i]))
-        verdicts.decide(one, claim, layers.compute(one, claim, cat.models))
-    per_cell = (time.perf_counter() - t0) / sample
-    print(f"3. naive per-cell loop: {per_cell * 1e6:.0f} µs per cell = {1 / per_cell:,.0f} cells/s, "
-          f"{per_cell * len(grid):.0f} s for the million (extrapolated from {sample:,}); vectorized "
-          f"{vec:.3f} s: {per_cell * len(grid) / vec:,.0f}x faster")
+    code = ("import time, numpy as np\nfrom bench.bench import CARD, GRID\nfrom triage.analysis import pipeline\n"
+            "from triage.inputs import catalog\nfrom triage.model import layers, verdicts\n"
+            "cat = catalog.resolve(None); claim = pipeline.load_claim(CARD, cat)\n"
+            "grid, res = pipeline.load_matrix(GRID, cat)\n"
+            "t0 = time.perf_counter(); g = layers.compute(grid, claim, res.models); verdicts.decide(grid, claim, g)\n"
+            "vec = time.perf_counter() - t0\n"
+            f"idx = np.linspace(0, len(grid) - 1, {sample}).astype(int)\n"
+            "t0 = time.perf_counter()\n"
+            "for i in idx:\n"
+            "    one = grid.take(np.array([i])); verdicts.decide(one, claim, layers.compute(one, claim, res.models))\n"
+            f"per = (time.perf_counter() - t0) / {sample}\n"
+            "print('R', per, vec, len(grid))")
+    _, _, out = _python(code)
+    per, vec, n = (float(x) for x in re.search(r"R ([\d.e-]+) ([\d.e-]+) (\d+)", out).groups())
+    print(f"6. naive per-cell loop: {per * 1e6:.0f} µs per cell = {1 / per:,.0f} cells/s, {per * n:.0f} s for the "
+          f"million (extrapolated from {sample:,}); vectorized {vec:.3f} s: {per * n / vec:,.0f}x faster")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per figure (median)")
+    parser.add_argument("--big", action="store_true", help="also sweep 100 million cells (~3 minutes)")
+    args = parser.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
-    outputs()
-    sweep()
-    sweep_csv()
-    startup()
+    outputs(args.runs)
+    evaluate(args.runs)
+    engine(args.runs)
+    sweeps(args.runs, args.big)
+    startup(args.runs)
+    serving(args.runs)
     naive()
 
 

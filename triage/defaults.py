@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-import numpy as np
-
 
 def _limit(value: int, why: str) -> int:
     return field(default=value, metadata={"why": why})
@@ -67,9 +65,9 @@ PAPER_BATCHES = (1, 8, 64, 256)                      # searched when the card na
 PAPER_CONTEXTS = (1024, 4096, 32768, 131072, 1048576)  # searched when the card names no context
 
 # Where a claim pays: the crossover grid (256 … 1M tokens in steps of 2 and 3·2^n) and batches.
-CROSSOVER_CONTEXTS = np.array(sorted({2 ** n for n in range(8, 21)} | {3 * 2 ** (n - 1) for n in range(8, 20)}))
-CROSSOVER_BATCHES = np.array([1, 4, 16, 64])
-SLO_BATCHES = 2 ** np.arange(0, 12)                  # 1 … 2048: throughput at the SLO
+CROSSOVER_CONTEXTS = tuple(sorted({2 ** n for n in range(8, 21)} | {3 * 2 ** (n - 1) for n in range(8, 20)}))
+CROSSOVER_BATCHES = (1, 4, 16, 64)
+SLO_BATCHES = tuple(2 ** n for n in range(12))      # 1 … 2048: throughput at the SLO
 
 # The serving simulation: the request rates it considers (requests/s; the schema's bounds on `rate`), the
 # fewest measured requests (after the warm-up) for a rate to be called served: with one, "completions keep up

@@ -121,12 +121,12 @@ def test_usage_error_exits_2(runner):
 
 
 def test_internal_error_exits_3_with_a_hint(runner, monkeypatch):
-    import triage.cli.run
+    import triage.report.result
 
     def boom(*_a, **_k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(triage.cli.run, "evaluate", boom)
+    monkeypatch.setattr(triage.report.result, "evaluate", boom)       # `run` imports it when it runs
     res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml")])
     assert res.exit_code == 3
     assert res.stderr == ("internal error: RuntimeError: boom\n"

@@ -217,3 +217,14 @@ def test_without_pyarrow_the_csv_is_the_same_rows_from_the_standard_library(tmp_
                 assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-12), key
             except ValueError:
                 assert a[key] == b[key], key
+
+
+def test_the_json_says_which_analyses_it_computed():
+    """Pay only for what is shown: a run computes and shows the analyses, a sweep's pricing none, and the JSON
+    says which (`analyses`, the keys of `analysis`)."""
+    shown = triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()
+    assert shown["analyses"] == list(shown["analysis"]) == ["crossover", "slo_throughput", "sensitivity",
+                                                            "verification_plan"]
+    bare = triage.evaluate(CLAIMS / "kv2x.yaml", GRID, analyse=False)
+    assert bare.analysis is None
+    assert bare.to_dict()["analyses"] == [] and "analysis" not in bare.to_dict()

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import CROSSOVER_BATCHES, CROSSOVER_CONTEXTS, LIMITS, LONG_CONTEXT_TOKENS, SLO_BATCHES
+from .. import defaults
+from ..defaults import LIMITS, LONG_CONTEXT_TOKENS
 from ..inputs.claim import Claim
 from ..inputs.registry import changes_format, touched_groups
 from ..inputs.specs import Model
@@ -21,6 +22,11 @@ from ..model import layers, verdicts
 from ..model.matrix import Matrix
 from ..model.serving import Budget
 from . import decision, serving
+
+# the analyses' grids (defaults.py) as arrays
+CROSSOVER_CONTEXTS = np.array(defaults.CROSSOVER_CONTEXTS)
+CROSSOVER_BATCHES = np.array(defaults.CROSSOVER_BATCHES)
+SLO_BATCHES = np.array(defaults.SLO_BATCHES)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,6 @@ from typing import Any, BinaryIO
 import click
 
 from ..io.files import Content
-from ..report.figures import to_png
-from ..report.memo import RENDERERS, figure_data, render_markdown
-from ..report.result import evaluate, with_measurements
 from .common import (
     FILE,
     check_output,
@@ -74,6 +71,10 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/sarathi-serve.yaml -w examples/serving-conv.yaml
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
+    # the pipeline and the renderers load here, when a card is run, not for --help or a usage error
+    from ..report.memo import RENDERERS, figure_data, render_markdown
+    from ..report.result import evaluate, with_measurements
+
     output = output_path(output)
     check_output(output, (*cards, workloads, measured), force)
     if brief and (fmt == "json" or (output is not None and output.suffix == ".json")):
@@ -91,6 +92,8 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     # render everything first, then write: a failure leaves no output behind
     figure_files: list[tuple[Path, Content]] = []
     if fmt == "md" and output is not None and figures != "none":
+        from ..report.figures import to_png
+
         figure_files = [(output.with_name(f"{output.stem}.{name}.{figures}"),
                          svg if figures == "svg" else _binary(to_png(svg)))
                         for name, svg in figure_data(result).items()]

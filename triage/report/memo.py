@@ -13,7 +13,6 @@ from ..inputs import units
 from ..model import layers
 from ..model.roofline import step_time
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
-from . import figures as figures_mod
 from . import serving as serving_view
 from .describe import describe
 from .result import Result, evidence_rows, rerun_arguments
@@ -63,6 +62,8 @@ def _failure_conditions(d: dict[str, Any], long_cells: bool) -> list[dict[str, s
 def figure_data(result: Result) -> dict[str, str]:
     """The SVG figures of a memo: roofline, gain heatmap (a panel per chip), latency–throughput, serving
     (name → SVG text)."""
+    from . import figures as figures_mod  # the SVG writer loads when figures are drawn (-o), not for text
+
     ev = result.evaluation
     m, g = ev.matrix, ev.gaps
     n = min(len(m), LIMITS.figure_points)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import measured, pipeline
+from ..analysis import pipeline
 from ..analysis.evaluation import Evaluation
 from ..analysis.regions import Analysis
 from ..inputs import oneoff, units
@@ -98,6 +98,7 @@ class Result:
         claim = ev.claim.to_dict()
         claim["direction_question"] = {"question": question, "number": number, "failure_mode": failure}
         with_analysis = with_analysis and ev.analysis is not None
+        analysis = self.analysis_dict() if with_analysis else {}
         return {
             "version": JSON_VERSION,
             "claim": claim,
@@ -106,7 +107,9 @@ class Result:
             "workloads": ev.matrix.source,
             "cells": self.cells(cell_limit),
             "decision": self.decision(),
-            **({"analysis": self.analysis_dict()} if with_analysis else {}),
+            # what was computed and is shown: a sweep or `analyse=False` pays for no analysis and says so
+            "analyses": list(analysis),
+            **({"analysis": analysis} if with_analysis else {}),
             "measured": ev.measured,
             "baseline": {"kind": "paper" if ev.baseline else "current", "setting": ev.baseline,
                          "fleet_gain_on_current_stack": ev.current_fleet_gain},
@@ -141,6 +144,8 @@ def sweep(card: Any, workloads: Any = None, model: str | None = None, baseline: 
 
 def with_measurements(result: Result, path: Path | str) -> Result:
     """The result with measured times in its end-to-end layer (analysis.measured.apply)."""
+    from ..analysis import measured  # loads for --measured only
+
     return Result(measured.apply(result.evaluation, path))
 
 

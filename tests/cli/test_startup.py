@@ -1,0 +1,57 @@
+"""Start-up: `triage run` imports what the command uses and nothing else (bench/bench.py times it).
+
+Each case runs the command in a fresh interpreter and reads the modules loaded when it exits."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLAIMS, ROOT
+
+RUNNER = ("import atexit, os, sys\n"
+          "atexit.register(lambda: open(os.environ['TRIAGE_MODULES'], 'w').write('\\n'.join(sorted(sys.modules))))\n"
+          "from triage.cli import main\n"
+          "sys.argv = ['triage', *sys.argv[1:]]\n"
+          "main()\n")
+
+
+def _modules(tmp_path, *args: str) -> set[str]:
+    out = tmp_path / "modules.txt"
+    proc = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TRIAGE_MODULES": str(out)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return set(out.read_text().split())
+
+
+def _has(modules: set[str], name: str) -> bool:
+    return any(m == name or m.startswith(name + ".") for m in modules)
+
+
+NEVER = ("pandas", "pyarrow", "resvg_py", "PIL", "selenium", "mkdocs", "triage.analysis.calibrate",
+         "triage.cli.calibrate", "triage.cli.compare", "triage.cli.sweep", "triage.report.frame")
+
+
+def test_run_help_loads_no_numpy_schema_template_or_pipeline(tmp_path):
+    modules = _modules(tmp_path, "run", "--help")
+    for heavy in ("numpy", "jsonschema", "jinja2", "triage.model", "triage.analysis", "triage.report",
+                  *NEVER):
+        assert not _has(modules, heavy), heavy
+
+
+@pytest.mark.parametrize("args,loads,skips", [
+    # the memo to standard output: the pipeline, the schema check and the templates; no figure writer, no
+    # measurement reader
+    (["run", str(CLAIMS / "kv2x.yaml")], ("numpy", "jsonschema", "jinja2", "triage.analysis.pipeline"),
+     ("triage.report.figures", "triage.analysis.measured")),
+    # JSON: no templates either
+    (["run", str(CLAIMS / "kv2x.yaml"), "--format", "json"], ("numpy", "triage.analysis.pipeline"),
+     ("jinja2", "triage.report.figures", "triage.analysis.measured")),
+])
+def test_run_loads_what_its_output_needs(tmp_path, args, loads, skips):
+    modules = _modules(tmp_path, *args)
+    for name in loads:
+        assert _has(modules, name), name
+    for name in (*skips, *NEVER):
+        assert not _has(modules, name), name
