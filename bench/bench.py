@@ -11,7 +11,8 @@ Run with:  .venv/bin/python bench/bench.py [--runs N] [--big]      (not part of 
    (10,000 × 10,000) to Parquet, once (about 3 minutes, 20 GB written to a temporary folder).
 4. Start-up: `triage run --help`, and what `triage run claims/kv2x.yaml` spends outside its pricing and
    rendering (interpreter, imports, reading, writing: its wall time less the stages --verbose reports),
-   each against `python -c "import numpy"`.
+   each against `python -c "import numpy"`; after a first run, as a user runs it again (bytecode cached, the
+   card already found valid: io/known_valid.py).
 5. Serving: 100,000 requests through the simulation, Llama 2 7B on an H100 SXM at 20 requests/s of 1,024-token
    prompts and 256-token outputs (beyond saturation: the queue grows), and the Azure conversation trace at
    5 requests/s (Mistral 7B on an A100 80GB), continuous batching.
@@ -62,8 +63,11 @@ def _child(cmd: list[str]) -> tuple[float, float, str, str]:
     console script does (a fresh interpreter calling triage.cli.main) and reports its own peak."""
     if cmd[0] == TRIAGE:
         cmd = [sys.executable, "-c", TRIAGE_PEAK, *cmd[1:]]
+    # as a user's machine runs it: bytecode cached (an installed package is compiled by pip; a checkout writes
+    # __pycache__ on its first run), whatever this shell says
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-2000:]}")
@@ -148,6 +152,7 @@ def sweeps(runs: int, big: bool) -> None:
 
 
 def startup(runs: int) -> None:
+    _child([TRIAGE, "--verbose", "run", str(CARD)])          # a first run: bytecode written, the card's schema check
     numpy = [_child([sys.executable, "-c", "import numpy"])[0] for _ in range(runs)]
     helps = [_child([TRIAGE, "run", "--help"])[0] for _ in range(runs)]
     fixed, walls = [], []

@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import Problem
+from ..io import known_valid
 from ..io.resources import schema as load_schema
+from ..io.resources import schema_text
 from ..io.yamlio import Document, Path_
 
 KEYS_SHOWN = 6      # the known keys an unknown-key error lists before '…'
@@ -162,18 +164,39 @@ def validate(doc: Document, schema_name: str, prefix: tuple[Any, ...] = ()) -> l
     ``prefix`` wraps the document, so a catalog file (a mapping of names) is
     checked as the ``hardware`` or ``models`` part of the workload schema.
     """
-    from jsonschema import Draft202012Validator  # heavy: imported only when validating
-
     if not prefix and not isinstance(doc.data, dict):
         # a file that is no YAML mapping (a stray /etc/passwd): say what it is, never what it says
         kind = {list: "a list", str: "text", type(None): "nothing"}.get(type(doc.data), "a single value")
         return [doc.problem((), f"expected a mapping of keys (a YAML document), got {kind}")]
-    root = load_schema(schema_name)
     instance: Any = doc.data
     for key in reversed(prefix):
         instance = {key: instance}
+    # the same document under the same schema and validator passed before: no need to load jsonschema again
+    seen = known_valid.digest(schema_text(schema_name), instance, _validator_salt())
+    if known_valid.known(seen):
+        return []
+    from jsonschema import Draft202012Validator  # heavy: imported only when validating
+
+    root = load_schema(schema_name)
     problems = []
     for err in Draft202012Validator(root).iter_errors(instance):
         for path, at, message in _messages(err, root):
             problems.append(doc.problem(path[len(prefix):], message, key=at != path, at=at[len(prefix):]))
+    if not problems:
+        known_valid.remember(seen)
     return problems
+
+
+def _validator_salt() -> str:
+    """What decides validity besides the schema's text (in the digest): the installed jsonschema, by its file and
+    modification time, read without importing it, so an upgrade forgets every digest."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("jsonschema")
+    origin = spec.origin if spec is not None and spec.origin else ""
+    try:
+        stamp = os.stat(origin).st_mtime_ns if origin else 0
+    except OSError:
+        stamp = 0
+    return f"jsonschema {origin} {stamp}"
