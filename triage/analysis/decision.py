@@ -64,18 +64,26 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
     follows from the cells: GO needs GO cells, NO-GO has none that pay."""
     if gain is None:
         return "NO-GO", "no workload both sides can serve"
-    min_gain = float(np.average(np.broadcast_to(m.column("min_gain"), m.share.shape), weights=m.share))
+    column = m.column("min_gain")
+    min_gain = float(column) if column.ndim == 0 else float(np.average(column, weights=m.share))
     both = np.isfinite(g.base_request_s) & np.isfinite(g.claim_request_s)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(both, g.base_request_s / np.where(both, g.claim_request_s, 1.0), np.nan)
     # a simulated workload within the simulation's resolution of 1.0x is no slower (defaults.REGRESSION_TOLERANCE):
     # for the no-regret test it counts as unchanged, and the fleet must still gain with it so counted
-    sim = np.broadcast_to(simulated(m), ratio.shape)
-    within = sim & both & (np.abs(np.nan_to_num(ratio, nan=1.0) - 1.0) <= REGRESSION_TOLERANCE)
+    sim = simulated(m)
+    resolved: float | None = gain
+    if sim.any():
+        sim = np.broadcast_to(sim, ratio.shape)
+        within = sim & both & (np.abs(np.nan_to_num(ratio, nan=1.0) - 1.0) <= REGRESSION_TOLERANCE)
+        resolved = fleet_gain(g.base_request_s, np.where(within, g.base_request_s, g.claim_request_s), m.share)[0]
+    else:
+        within = np.zeros(ratio.shape, dtype=bool)
     floor = 1.0 - np.where(sim, REGRESSION_TOLERANCE, 1e-9)
-    never_slower = bool(np.all(ratio[both] >= floor[both])) and not np.any(np.isfinite(g.base_request_s) & ~both)
-    resolved = fleet_gain(g.base_request_s, np.where(within, g.base_request_s, g.claim_request_s), m.share)[0]
-    regress = bool(np.any(ratio[both] < 1.0 - REGRESSION_TOLERANCE))
+    paired = ratio[both]
+    never_slower = bool(np.all(paired >= np.broadcast_to(floor, ratio.shape)[both])) \
+        and not np.any(np.isfinite(g.base_request_s) & ~both)
+    regress = bool(np.any(paired < 1.0 - REGRESSION_TOLERANCE))
     paying = shares["GO"] + shares["CONDITIONAL"]
     if v.incompatible.size and float(m.share[v.incompatible].sum()) >= 0.5:
         return "NO-GO", "the method cannot run in the stack that serves most of the requests"

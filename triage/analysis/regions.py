@@ -16,7 +16,7 @@ import numpy as np
 from .. import defaults
 from ..defaults import LIMITS, LONG_CONTEXT_TOKENS
 from ..inputs.claim import Claim
-from ..inputs.registry import changes_format, touched_groups
+from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, verdicts
 from ..model.matrix import Matrix
@@ -201,7 +201,8 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
         else:
-            g = layers.compute(m, variant, models, baseline=priced.base if priced is not None else None)
+            g = layers.compute(m, variant, models, baseline=priced.base if priced is not None else None,
+                               retime=_retimable(claim, variant, priced))
             if served:
                 same = name == "quality retained" or not touched_groups(claim.change)
                 g = serving.price(m, variant, g, served if same else None, work)[1]
@@ -210,6 +211,14 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
         del g, v, d                    # a variant's arrays go before the next is priced (memory: one at a time)
     return tuple(rows)
+
+
+def _retimable(claim: Claim, variant: Claim, priced: layers.Gaps | None) -> layers.Variant | None:
+    """The card's own claim side, where a variant moves only its kernels' efficiencies: the same change and a
+    kernel that reads it (the bytes it reads hold), nothing switched per cell and no draft model."""
+    same = variant.change is claim.change and variant.kernel == claim.kernel and claim.kernel
+    plain = not switchable(claim.change) and "speculative" not in claim.change
+    return priced.claim if priced is not None and same and plain else None
 
 
 THRESHOLD_MARGIN = 0.05      # a gain within ±5 % of min_gain is a coin toss, whatever the inputs

@@ -188,17 +188,29 @@ def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInput
     """One forward step's time: the roofline, then efficiencies, occupancy and the all-reduces (their ring
     latency is an algorithm's, not a physical floor: kept out of the theoretical layer so that it stays a lower
     bound), then the fixed costs; the end-to-end time by term; and the bound's compute-bound seconds."""
-    comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
     theo, compute_bound = bound_times(cost, hw.peak, hw.bandwidth, hw.vector_peak)
-    occupied = {**beff, "attention": beff["attention"] * decode_occupancy(x_impl, hw.sms)}
-    kernels = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak)
-    terms = {"kernels": kernels, "communication": comm, **fixed.terms(x)}
-    impl = kernels + comm
+    impl, terms = _implementation(x, cost_impl, x_impl, hw, ceff, beff, fixed)
     return _Layers(theo, impl, impl + fixed.of(x)), terms, compute_bound
 
 
+def _implementation(x: StepInputs, cost_impl: StepCost, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any],
+                    beff: dict[str, Any], fixed: Fixed) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The implementation layer of one step (kernels at their efficiencies and occupancy, then the all-reduces)
+    and the end-to-end time by term."""
+    comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
+    occupied = {**beff, "attention": beff["attention"] * decode_occupancy(x_impl, hw.sms)}
+    kernels = step_time(cost_impl, hw.peak, hw.bandwidth, ceff, occupied, hw.vector_peak)
+    return kernels + comm, {"kernels": kernels, "communication": comm, **fixed.terms(x)}
+
+
 def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any], beff: dict[str, Any],
-             fixed: Fixed, capacity: Any, reserve: Any, spec: _Speculation | None = None) -> Variant:
+             fixed: Fixed, capacity: Any, reserve: Any, spec: _Speculation | None = None,
+             like: Variant | None = None) -> Variant:
+    if like is not None and x_impl is x and spec is None:
+        # only the kernels' efficiencies differ from ``like``: its bytes, FLOPs, bound and memory hold
+        impl, terms = _implementation(x, like.cost, x, hw, ceff, beff, fixed)
+        return replace(like, time_implementation=impl, time_end_to_end=(impl + fixed.of(x)) / x.utilization,
+                       time_terms=terms)
     cost = step_cost(x)
     cost_impl = cost if x_impl is x else step_cost(x_impl)
     t, terms, bound = _times(x, cost, cost_impl, x_impl, hw, ceff, beff, fixed)
@@ -349,12 +361,14 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
 
 
 def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
-            shift: float = 0.0, baseline: Variant | None = None) -> Gaps:
+            shift: float = 0.0, baseline: Variant | None = None, retime: Variant | None = None) -> Gaps:
     """Evaluate baseline and claim on every cell at once; ``models`` resolves draft and distillation targets.
 
     ``switch_optional=False`` prices an optional feature as always on (the paper check: the paper's number
     was measured with it on). ``baseline``: the baseline side already priced on the same matrix and engine
-    shift (it depends on neither the card nor its variants), so a sensitivity variant prices only its own side."""
+    shift (it depends on neither the card nor its variants), so a sensitivity variant prices only its own side.
+    ``retime``: the claim side already priced for the same change and kernel, before any optional switch; a
+    variant that moves only kernel efficiencies re-times its kernels on it (bytes, FLOPs and memory hold)."""
     models = {**models, **{mod.key: mod for mod in m.models}}
     model_inputs = _model_inputs(m, models)
     base_x = baseline_inputs(m)
@@ -386,7 +400,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
             draft_mem = None
         expected = _block_column(m, lambda s: mechanisms.expected_for(claim.change["speculative"], s.domain))
         spec = _Speculation(plan, draft, draft_mem, m.decode, expected)
-    new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, fixed, capacity, reserve, spec)
+    new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, fixed, capacity, reserve, spec, retime)
     switched_on = np.ones(m.batch.shape, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)

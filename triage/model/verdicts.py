@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from .quality import QualityStanding
 GO, CONDITIONAL, NO_GO, DOES_NOT_FIT = 0, 1, 2, 3
 BOUND_KINDS = {"bytes", "flops", "dtype", "tokens_per_step", "model", "parallelism"}   # gains the step's bound sees
 LABELS = ("GO", "CONDITIONAL", "NO-GO", "DOES-NOT-FIT")
+FALSE, TRUE = np.asarray(False), np.asarray(True)   # a fact that holds on no cell, or on every one
 
 
 def _none() -> np.ndarray:
@@ -73,9 +75,13 @@ def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]
     return out
 
 
+def _per_block(m: Matrix, flags: list[bool]) -> np.ndarray:
+    """A per-workload fact as a cell column, one 0-d value when every workload agrees."""
+    return np.asarray(flags[0]) if len(set(flags)) == 1 else np.array(flags, dtype=bool)[m.block_idx]
+
+
 def _incompatible(m: Matrix, claim: Claim) -> np.ndarray:
-    per_block = np.array([bool(conflicts(claim, b.attention, b.stack)) for b in m.blocks])
-    return per_block[m.block_idx]
+    return _per_block(m, [bool(conflicts(claim, b.attention, b.stack)) for b in m.blocks])
 
 
 def integration_condition(claim: Claim) -> bool:
@@ -87,7 +93,7 @@ def integration_condition(claim: Claim) -> bool:
 def simulated(m: Matrix) -> np.ndarray:
     """Cells of a workload with traffic: judged by their serving simulation, whose gain is known to within
     REGRESSION_TOLERANCE (defaults.py)."""
-    return np.array([b.traffic is not None for b in m.blocks], dtype=bool)[m.block_idx]
+    return _per_block(m, [b.traffic is not None for b in m.blocks])
 
 
 def no_regret(claim: Claim) -> bool:
@@ -126,15 +132,18 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     For an exact change whose kernel an engine ships (no_regret) the threshold is 1.0x, not min_gain.
     """
     shape = m.batch.shape
-    min_gain = np.broadcast_to(m.column("min_gain"), shape)
-    gate = np.broadcast_to(m.column("quality_gate"), shape)
+    # a fact that is one value for every cell (a card's property, a shared setting) stays one value until the
+    # end: a million-cell matrix pays for the columns that vary, not for copies of a constant
+    min_gain = m.column("min_gain")
+    gate = m.column("quality_gate")
     enables = ~g.base.fits & g.claim.fits
     retained = claim.quality_retained
     nan = np.asarray(np.nan)                  # nothing measured: one value, broadcast (no column to allocate)
     mq = nan if measured_quality is None else measured_quality
     mt = nan if measured_claim_s is None else measured_claim_s
     has_mq = np.isfinite(mq)
-    q = quality.standing(claim, np.asarray(gate, dtype=float), m.per_model(lambda mod: mod.params), mq)
+    q = quality.standing(claim, np.broadcast_to(np.asarray(gate, dtype=float), shape),
+                         m.per_model(lambda mod: mod.params), mq)
     quality_fail = q.status == quality.FAIL
     quality_band = q.status == quality.BAND
     # each layer judges what it can see: the bound what the step itself saves (bytes, FLOPs, dtype, tokens per
@@ -146,55 +155,63 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     traffic = simulated(m)
     # an exact change an engine already ships pays with any gain the model resolves: more than 1.0x, or more
     # than the simulation's resolution on a simulated workload
-    free = np.full(len(m), no_regret(claim))
-    bar = np.where(free, 1.0 + np.where(traffic, REGRESSION_TOLERANCE, 1e-9), min_gain)
-    theory_low = (g.speedup_theoretical < bar) & ~enables & judged_by_bound & ~traffic
-    kernel_missing = (not claim.kernel and changes_format(claim.change)) & \
-        (g.speedup_implementation < min_gain) & ~theory_low
+    free = no_regret(claim)
+    bar = 1.0 + np.where(traffic, REGRESSION_TOLERANCE, 1e-9) if free else min_gain
+    theory_low = ((g.speedup_theoretical < bar) & ~enables & ~traffic) if judged_by_bound else FALSE
+    kernel_missing = ((g.speedup_implementation < min_gain) & ~theory_low) \
+        if not claim.kernel and changes_format(claim.change) else FALSE
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
     # the fleet's currency is GPU-time: a change that serves on more GPUs per replica (tensor parallelism) is
     # judged by GPU-seconds per request, not by its step's latency alone
-    with np.errstate(invalid="ignore", divide="ignore"):
-        more_gpus = np.broadcast_to(g.claim.inputs.tp, shape) > np.broadcast_to(g.base.inputs.tp, shape)
-        e2e = np.where(more_gpus, np.nan_to_num(g.base_request_s / g.claim_request_s, nan=np.inf), e2e)
+    more_gpus = np.asarray(g.claim.inputs.tp) > np.asarray(g.base.inputs.tp)
+    if more_gpus.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e2e = np.where(more_gpus, np.nan_to_num(g.base_request_s / g.claim_request_s, nan=np.inf), e2e)
     e2e_low = (e2e < bar) & ~enables
     # evidence a lossy method class must show (registry.evidence_needed); long-context retrieval matters on
     # long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
     missing = evidence_missing(evidence_needed(claim.change, 1.0 if claim.exact else None), claim.long_context_tested,
                                claim.evaluated_on)
-    evidence_gap = np.zeros(len(m), dtype=bool)
+    evidence_gap: np.ndarray = FALSE
     for item in missing:
-        evidence_gap |= m.long_context if item == LONG_CONTEXT else np.ones(len(m), dtype=bool)
+        evidence_gap = evidence_gap | (m.long_context if item == LONG_CONTEXT else TRUE)
     # an untested long context is a condition only for a lossy change that touches the KV or attention
     touches_kv = "attention" in touched_groups(claim.change) and not claim.exact
-    long_untested = m.long_context & (not claim.long_context_tested) & touches_kv
+    long_untested = m.long_context if touches_kv and not claim.long_context_tested else FALSE
     with np.errstate(invalid="ignore"):
         # TPOT is a step's time (idle batch slots cost throughput, not latency); NaN SLO compares False
-        step = g.claim.time_end_to_end * g.claim.inputs.utilization
-        slo_missed = np.where(np.isfinite(mt), mt, step) > g.slo
+        utilization = np.asarray(g.claim.inputs.utilization)
+        step = g.claim.time_end_to_end if utilization.ndim == 0 and float(utilization) == 1.0 \
+            else g.claim.time_end_to_end * utilization
+        slo_missed = (step if mt is nan else np.where(np.isfinite(mt), mt, step)) > g.slo
 
-    inc = nan if incumbent_request_s is None else incumbent_request_s
-    with np.errstate(invalid="ignore", divide="ignore"):
-        over = np.where(np.isfinite(inc) & np.isfinite(g.claim_request_s), inc / g.claim_request_s, np.nan)
-        incumbent_low = over < min_gain
-    integration = np.full(len(m), integration_condition(claim))
+    if incumbent_request_s is None:
+        over, incumbent_low = nan, FALSE
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ok = np.isfinite(incumbent_request_s) & np.isfinite(g.claim_request_s)
+            over = np.where(ok, incumbent_request_s / g.claim_request_s, np.nan)
+            incumbent_low = over < min_gain
+    integration = np.asarray(integration_condition(claim))
     # every attention backend must be taught the format (cost certain) and no figure says what it keeps: NO-GO
     unproven = integration & (q.status == quality.UNREPORTED) & ~has_mq
     window = beyond_window(m)
 
-    code = np.full(len(m), GO, dtype=np.int8)
     cond = ((q.status == quality.UNREPORTED) & ~has_mq) | long_untested | slo_missed | quality_band | q.far_model \
         | integration
-    code = np.where(cond, CONDITIONAL, code)
+    code = np.where(cond, CONDITIONAL, GO).astype(np.int8)
     code = np.where(e2e_low & ~kernel_missing, NO_GO, code)
     code = np.where(kernel_missing, CONDITIONAL, code)
     incompatible = _incompatible(m, claim)
     code = np.where(theory_low | quality_fail | evidence_gap | incompatible | incumbent_low | unproven, NO_GO, code)
-    code = np.where(~g.claim.fits, DOES_NOT_FIT, code)
-    def column(a: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(a, code.shape)       # a read-only view where one value stands for every cell
+    code = np.array(np.broadcast_to(np.where(~g.claim.fits, DOES_NOT_FIT, code), shape), dtype=np.int8)
 
-    return Verdicts(code, min_gain, gate, enables, quality_fail, theory_low, kernel_missing, e2e_low,
-                    retained is None and not claim.figures, long_untested, slo_missed, column(mq), column(mt),
-                    evidence_gap, tuple(missing), incompatible, q, quality_band, column(q.far_model), integration,
-                    window, column(incumbent_low), column(over), column(unproven), free)
+    def column(a: Any) -> np.ndarray:
+        return np.broadcast_to(a, shape)       # a read-only view where one value stands for every cell
+
+    return Verdicts(code, column(min_gain), column(gate), enables, column(quality_fail), column(theory_low),
+                    column(kernel_missing), column(e2e_low), retained is None and not claim.figures,
+                    column(long_untested), column(slo_missed), column(mq), column(mt), column(evidence_gap),
+                    tuple(missing), column(incompatible), q, column(quality_band), column(q.far_model),
+                    column(integration), window, column(incumbent_low), column(over), column(unproven),
+                    column(np.asarray(free)))
