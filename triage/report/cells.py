@@ -168,13 +168,13 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     cols = columns(ev, n)
     del cols["claim"]                       # the document names its claim once, not in every cell
     names = list(cols)
-    lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
-    words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
-    # millions of new containers would trigger the cyclic collector over an ever larger heap (quadratic);
-    # none of them can form a cycle, so it is paused while they are made
+    # millions of new containers (the values, the reasons, the cells) would trigger the cyclic collector over an
+    # ever larger heap (quadratic); none of them can form a cycle, so it is paused while they are made
     enabled = gc.isenabled()
     gc.disable()
     try:
+        lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
+        words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
         out = _nest(_tree(names), lists)
         for cell, why in zip(out, words, strict=True):
             cell["reasons"] = why

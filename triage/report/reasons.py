@@ -69,7 +69,17 @@ def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[l
     cols = {k: np.broadcast_to(np.asarray(f(m, g, v)), m.batch.shape)[idx].tolist() for k, f in _FIELDS.items()}
     cols["conflict"] = np.asarray(_conflict_text(m, claim))[m.block_idx][idx].tolist()
     keys = list(cols)
-    return [_reasons(dict(zip(keys, values, strict=True)), claim, v) for values in zip(*cols.values(), strict=True)]
+    integration = _integration_text(claim)           # the card's words, made once for every cell
+    return [_reasons(dict(zip(keys, values, strict=True)), claim, v, integration)
+            for values in zip(*cols.values(), strict=True)]
+
+
+def _integration_text(claim: Claim) -> str:
+    """Why a KV format is integration work, in the card's own classes' words."""
+    words = " and ".join(classes()[k].words for k in claim_classes(claim.change) if classes()[k].attention_backends)
+    return (f"integration: a {words or 'KV-cache'} format must be read by every attention backend an engine "
+            f"runs (paged KV, prefix caching, chunked prefill), and its kernel is in the "
+            f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only")
 
 
 def _figure(f: QualityFigure) -> str:
@@ -130,7 +140,7 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
     return f"{bytes_part}: {bound}"
 
 
-def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts) -> list[str]:
+def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts, integration: str) -> list[str]:
     quality_untested, missing = v.quality_untested, v.missing_evidence
     out: list[str] = []
     if r["conflict"]:
@@ -222,11 +232,8 @@ def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts) -> list[str]:
                    f"{FAR_MODEL_FACTOR:g}× this workload's {r['params'] / 1e9:,.1f}B: quantization error grows as "
                    f"models shrink, so verify quality on this model" if v.quality else "")
     if r["integration"]:
-        words = " and ".join(classes()[k].words for k in claim_classes(claim.change) if classes()[k].attention_backends)
-        out.append(f"integration: a {words or 'KV-cache'} format must be read by every attention backend an engine "
-                   f"runs (paged KV, prefix caching, chunked prefill), and its kernel is in the "
-                   f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only"
-                   + ("; with no quality figure, that work buys an unknown loss: NO-GO" if r["unproven"] else ""))
+        out.append(integration + ("; with no quality figure, that work buys an unknown loss: NO-GO" if r["unproven"]
+                                  else ""))
     if r["beyond_window"]:
         out.append(f"context {int(r['context']):,} tokens is beyond the model's trained window of "
                    f"{int(r['window']):,}: its quality there is unknown")
