@@ -280,8 +280,10 @@ def comm_time(x: StepInputs, link_bandwidth: Any, link_latency: Any) -> np.ndarr
     A ring all-reduce of S bytes over N GPUs moves 2(N−1)/N·S per GPU and takes
     2(N−1) latency-bound steps (Patarasuk & Yuan 2009); zero at N = 1.
     """
-    size = tokens_per_step(x) * x.hidden * x.act_bpe
     n = x.tp
+    if not np.any(np.asarray(n) > 1):                   # one GPU everywhere: nothing to reduce
+        return np.broadcast_to(NOTHING, x.batch.shape)
+    size = tokens_per_step(x) * x.hidden * x.act_bpe
     one = 2.0 * (n - 1.0) / n * size / link_bandwidth + 2.0 * (n - 1.0) * link_latency
     return np.broadcast_to(np.where(n > 1, ALLREDUCES_PER_LAYER * x.layers * one, 0.0), x.batch.shape)
 
@@ -323,8 +325,11 @@ def decode_occupancy(x: StepInputs, sms: Any) -> np.ndarray:
     FlashAttention parallelizes over batch × heads; one query per sequence leaves
     most SMs idle at small batch, which split-KV (Flash-Decoding) fixes (Dao et al. 2023).
     """
+    unsplit = x.decode & ~np.asarray(x.split_kv, dtype=bool)
+    if not unsplit.any():                               # every decode splits its KV (or none decodes): full
+        return np.broadcast_to(np.asarray(1.0), x.batch.shape)
     busy = np.where(np.isfinite(sms), np.minimum(1.0, x.batch * x.heads / x.tp / sms), 1.0)   # unknown SMs: no penalty
-    return np.broadcast_to(np.where(x.decode & ~np.asarray(x.split_kv, dtype=bool), busy, 1.0), x.batch.shape)
+    return np.broadcast_to(np.where(unsplit, busy, 1.0), x.batch.shape)
 
 
 @dataclass(frozen=True)
