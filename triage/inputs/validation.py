@@ -3,7 +3,6 @@ what the file says (a file named by mistake, a stray /etc/shadow, must not end u
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +17,8 @@ KEYS_SHOWN = 6      # the known keys an unknown-key error lists before '…'
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
     """The choice ``word`` most likely means (a prefix match first: 'a100' means an A100 before an A10G), or None."""
+    import difflib  # loads when a name is wrong, not on every start
+
     names = sorted(choices)
     longer = [c for c in names if c.startswith(word)]
     close = difflib.get_close_matches(word, longer, n=1, cutoff=0.0) if longer else \

@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
@@ -50,6 +49,7 @@ def _remember(target: Path) -> None:
     if record is None:
         return
     try:
+        import tempfile  # loads when a file is written, not on every start
         fd, tmp = tempfile.mkstemp(dir=record.parent, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             fh.write(_stamp(os.lstat(target)))
@@ -116,6 +116,7 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
         for target, (_, content) in zip(targets, outputs, strict=True):
             directory = target.parent if str(target.parent) else Path(".")
             made += _make_folders(directory)
+            import tempfile  # loads when a file is written, not on every start
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
             staged.append((tmp, target))
             with os.fdopen(fd, "wb") as fh:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -46,6 +45,7 @@ def write_owned(path: Path, data: bytes) -> bool:
     failure (a full or read-only disk), leaving nothing behind: a cache write is never worth an error."""
     tmp = None
     try:
+        import tempfile  # loads when a file is written, not on every start
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
