@@ -29,8 +29,8 @@ class Limits:
     cells: int = _limit(2_000_000, "cells of one run, compare or evaluate (held whole; `triage sweep` streams more)")
     sweep_cells: int = _limit(200_000_000, (
         "cells of one `triage sweep`, priced and written sweep_chunk_cells at a time, so its memory is one "
-        "chunk's; its time is linear, about 2.5 s a million cells to Parquet on a 2-core machine (bench/bench.py)"))
-    sweep_chunk_cells: int = _limit(1 << 17, "cells a sweep prices and writes at once (0.33 GB peak for the whole "
+        "chunk's; its time is linear, about 1.8 s a million cells to Parquet on a 2-core machine (bench/bench.py)"))
+    sweep_chunk_cells: int = _limit(1 << 17, "cells a sweep prices and writes at once (0.29 GB peak for the whole "
                                              "command at this size, 0.49 GB at twice it: bench/bench.py)")
     flag_values: int = _limit(1_000, "values of one command-line axis (--context 1,2,…; a longer list belongs in a "
                                      "workload file's grid)")
