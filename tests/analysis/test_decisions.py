@@ -339,3 +339,12 @@ def test_a_baseline_measured_alone_does_not_mix_measured_and_predicted(tmp_path)
     before = triage.evaluate(CLAIMS / "kv2x.yaml").to_dict()["decision"]["weighted_speedup"]["end_to_end"]
     r = _measure(tmp_path, ["chat-4k,baseline,a100-80gb,9.0 ms,"])
     assert r.to_dict()["decision"]["weighted_speedup"]["end_to_end"] == pytest.approx(before)
+
+
+def test_the_beyond_window_warning_names_each_workload_once():
+    """A grid's two phases are two blocks of one name: the warning names the workload once, not once a phase."""
+    grid = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+            "grid": {"phase": ["decode", "prefill"], "context": [8192], "batch": [1]}}
+    (warning,) = [w["message"] for w in triage.evaluate(CLAIMS / "kv2x.yaml", grid, analyse=False).to_dict()["warnings"]
+                  if "trained window" in w["message"]]
+    assert warning.count("grid (llama-2-7b, 8,192 tokens > 4,096)") == 1

@@ -228,3 +228,56 @@ def test_the_json_says_which_analyses_it_computed():
     bare = triage.evaluate(CLAIMS / "kv2x.yaml", GRID, analyse=False)
     assert bare.analysis is None
     assert bare.to_dict()["analyses"] == [] and "analysis" not in bare.to_dict()
+
+
+def test_a_sweep_finds_a_model_only_the_workload_file_defines(tmp_path):
+    """A card's distillation target defined under the workload file's `models:` (not a workload's own model)
+    resolves in every chunk as in a run (each chunk re-resolving the catalog lost it: exit 3)."""
+    import yaml
+
+    entry = yaml.safe_load((ROOT / "triage" / "inputs" / "catalog" / "models.yaml").read_text())["llama-3.2-1b"]
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump({"models": {"tiny-1b": entry},
+                                 "defaults": {"model": "llama-3-8b", "hardware": "h100-sxm"},
+                                 "grid": {"phase": ["decode"], "context": [1024, 4096], "batch": [1, 8]}}))
+    card = tmp_path / "card.yaml"
+    card.write_text((CLAIMS / "course-distill-1b.yaml").read_text().replace("distill_to: llama-3.2-1b",
+                                                                             "distill_to: tiny-1b"))
+    whole = triage.evaluate(card, w, analyse=False).columns()
+    out = tmp_path / "cells.csv"
+    res = CliRunner().invoke(main, ["sweep", str(card), "-w", str(w), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [float(r["speedup.theoretical"]) for r in rows] == pytest.approx(whole["speedup.theoretical"].tolist())
+
+
+@pytest.mark.parametrize("writer", ["parquet", "arrow", "stdlib"])
+def test_a_writer_holds_no_chunk_while_the_next_is_priced(tmp_path, monkeypatch, writer):
+    """Memory is one chunk's: when the next chunk is asked for, the previous one's arrays are gone."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from triage.report import frame
+
+    if writer != "stdlib":
+        pytest.importorskip("pyarrow")
+    else:
+        monkeypatch.setattr(frame, "_pyarrow", lambda: None)
+    alive = []
+
+    def chunks():
+        previous = None
+        for k in range(3):
+            gc.collect()
+            alive.append(previous is not None and previous() is not None)
+            column = np.arange(1000, dtype=float) + k
+            previous = weakref.ref(column)
+            yield {"x": column, "flag": column > 500, "name": np.full(1000, "grid")}
+            del column
+
+    with (tmp_path / "out").open("wb") as fh:
+        frame.writer(chunks(), "parquet" if writer == "parquet" else "csv")(fh)
+    assert alive == [False, False, False]

@@ -70,13 +70,14 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     cat = workloads.definitions(opened, catalog.resolve(catalog_file))
     claim = load_claim(card, cat)
     cat = cat.merged({}, claim.models)
-    resolved = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline) or None, sweep=True)
-    n, step = matrix.size(resolved), LIMITS.sweep_chunk_cells
+    grid = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline) or None, sweep=True)
+    n, step = matrix.size(grid), LIMITS.sweep_chunk_cells
+    work = serving.run_budget()                # one serving budget for the whole sweep, not one a chunk
 
     def chunks() -> Iterator[Evaluation]:
         for start in range(0, n, step):        # each chunk a matrix of its own cells, shares over the whole
-            yield evaluate(claim, matrix.build(resolved, start, min(start + step, n)), analyse=False,
-                           catalog_file=catalog_file)
+            yield evaluate(claim, matrix.build(grid, start, min(start + step, n)), analyse=False,
+                           resolved=grid.catalog, work=work)
     return n, chunks()
 
 
@@ -116,7 +117,8 @@ def _check_physical(g: layers.Gaps) -> None:
 
 
 def evaluate(card: Card | list[Card], source: Source = None, model: str | None = None,
-             analyse: bool = True, baseline: str = "current", catalog_file: str | Path | None = None) -> Evaluation:
+             analyse: bool = True, baseline: str = "current", catalog_file: str | Path | None = None, *,
+             resolved: catalog.Catalog | None = None, work: serving.Budget | None = None) -> Evaluation:
     """Evaluate a claim card (or a list of cards, stacked) over a workload matrix (default: the shipped one).
 
     ``card`` and ``source`` are paths or already-parsed dicts; ``model`` (a catalog name or a config.json
@@ -124,12 +126,13 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     needs none); ``baseline="paper"`` prices against the stack the card's paper improved on (its setting's
     baseline keys over every workload) and reports the gain on today's stack beside it; ``catalog_file`` is a
     user catalog (default: the file $TRIAGE_CATALOG names, if set). Bad input raises
-    triage.UserError listing every problem.
+    triage.UserError listing every problem. A sweep's chunks pass the catalog it resolved (``resolved``: the
+    workload file's own models included) and the run's serving budget (``work``), shared by every chunk.
     """
     new_evaluation()
     opened = workloads.open_source(source) if not isinstance(source, matrix.Matrix) else source
     # names resolve in one catalog: shipped, the user's (--catalog, $TRIAGE_CATALOG), the workload file's own
-    cat = catalog.resolve(catalog_file)
+    cat = resolved if resolved is not None else catalog.resolve(catalog_file)
     if not isinstance(opened, matrix.Matrix):
         cat = workloads.definitions(opened, cat)
     claim = load_claim(card, cat)                                   # load
@@ -140,7 +143,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
     _check_physical(g)
-    work = serving.run_budget()                                     # simulated token-steps, run-wide
+    work = work or serving.run_budget()                             # simulated token-steps, run-wide
     served, g = serving.price(m, claim, g, work=work)               # a workload's traffic: the queue
     shipped = incumbent.price(m, claim, g, models)                  # what engines already ship in its place
     inc_s = shipped.request_s if shipped is not None else None
@@ -168,8 +171,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     window = np.flatnonzero(verdicts.beyond_window(m))
     if window.size:
-        keys = np.stack([m.block_idx[window], m.model_idx[window], m.context[window]]).T
-        names = [f"{m.blocks[int(b)].name} ({m.models[int(mi)].label}, {int(c):,} tokens > "
+        # a grid's phases are blocks of one name: distinct by the name the warning prints, not the block
+        _, name_idx = np.unique([b.name for b in m.blocks], return_inverse=True)
+        keys = np.stack([name_idx[m.block_idx[window]], m.model_idx[window], m.context[window]]).T
+        block_names = sorted({b.name for b in m.blocks})
+        names = [f"{block_names[int(b)]} ({m.models[int(mi)].label}, {int(c):,} tokens > "
                  f"{m.models[int(mi)].max_context:,})" for b, mi, c in _first_distinct(keys, 6)]
         found.append({"code": "beyond-window", "message": (
             "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)

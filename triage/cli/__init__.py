@@ -37,10 +37,11 @@ class LazyGroup(click.Group):
             sys.stderr.write(f"error: {exc.strerror or type(exc).__name__}\n")
             sys.exit(1)
         finally:
-            if not args and "args" not in kwargs:
+            if not args and "args" not in kwargs and kwargs.get("standalone_mode", True):
                 # the console script's process ends with the command: what it made lives until then, so the
                 # interpreter's last collection need not walk it (gc.freeze: ~13 ms of every `triage run`'s
-                # exit). Not when called in-process with arguments (click's CliRunner, an embedding program).
+                # exit). Not when called in-process with arguments or standalone_mode=False (click's
+                # CliRunner, a program embedding triage that goes on after the command).
                 gc.freeze()
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:

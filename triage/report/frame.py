@@ -81,6 +81,8 @@ def _csv_stdlib(chunks: Iterable[Columns], fh: BinaryIO) -> None:
                     a = np.where(a, "true", "false")
                 rows.append(a.tolist())
             writer.writerows(zip(*rows, strict=True))
+            del rows, a
+        del columns                   # this chunk goes before the next is priced, as in the other writers
     text.detach()
 
 
