@@ -28,7 +28,8 @@ def command(card: Path, workloads: Path | None, model: str | None,
     Columns are the JSON cells' fields flattened with dots (baseline.time_s.end_to_end, speedup.theoretical,
     verdict, …); the reasons are words and stay in `triage run --format json`. No crossover, SLO or
     sensitivity analysis is run: a sweep is data. The cells are priced and written a chunk at a time, so a
-    grid of up to sweep_cells cells runs in the memory of one chunk.
+    grid of up to sweep_cells cells runs in the memory of one chunk; a file appears whole or not at all, while
+    to standard output (-o -) the rows stream as they are priced.
 
     \b
     Example:
