@@ -173,11 +173,13 @@ def test_a_trace_whose_requests_all_arrive_at_once_is_refused(tmp_path):
     assert read_trace(f, problems) is None and "same time" in str(problems[0])
 
 
-def test_an_moe_model_in_a_serving_simulation_is_said_to_be_approximate(tmp_path):
+def test_an_moe_model_in_a_serving_simulation_needs_no_caveat(tmp_path):
+    """Each iteration prices the experts its own tokens touch (model/iteration.py), so the warning that said
+    the simulation read a probe step's experts for every iteration is gone."""
     w = {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
          "workloads": [{"name": "w", "context": 1024, "traffic": {"rate": 2, "requests": 100}}]}
     d = triage.evaluate(KV, w, analyse=False).to_dict()
-    assert "serving-moe" in {x["code"] for x in d["warnings"]}
+    assert "serving-moe" not in {x["code"] for x in d["warnings"]}
 
 
 # ---- a serving workload takes what it needs (issue: "Serving asks for what it does not use") ----------------

@@ -223,3 +223,39 @@ def test_the_warm_up_requests_gaps_are_left_out():
     out = simulate(req, _cost(ev), Scheduler(), measured=np.arange(100) >= 50)
     assert out.token_gaps()[1].sum() == 50 * 127
     assert simulate(req, _cost(ev), Scheduler()).token_gaps()[1].sum() == 100 * 127
+
+
+@pytest.mark.parametrize("batch", [1, 64, 2048])
+def test_an_moe_iteration_reads_the_experts_its_tokens_touch(batch):
+    """Mixtral 8x7B on two H100s: each iteration reads, of the 45,097,156,608 routed expert weights
+    (32 layers x 8 experts x 3 matrices x 4,096 x 14,336), the share its B tokens touch, 1 - (1 - 2/8)^B: a
+    quarter at batch 1, all but 1e-8 at 64, all at 2,048, so an iteration prices what the cost model's step
+    prices (the affine fit alone, from probes of 1 and 2 tokens, read 2,048 x a quarter of them at 2,048: the
+    9-33 s TPOT of the issue's MoE rows)."""
+    ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
+                              "workloads": [{"name": "d", "context": 512, "batch": batch}]}, analyse=False).evaluation
+    cost = _cost(ev)
+    step = float(ev.gaps.base.time_end_to_end[0])
+    assert cost.scalar(batch, batch, batch * 512, 0, 0) == pytest.approx(step, rel=1e-9)
+    line, const = cost.decode_line(batch, batch * 512)
+    assert cost.steps(line, const, 1)[0] == pytest.approx(step, rel=1e-9)
+    assert cost.touched(batch) == pytest.approx(1 - 0.75 ** batch, rel=1e-12)
+    # all the routed experts read once, fp16, half on each GPU, at the default 0.85 of 3.35 TB/s
+    assert cost.expert_memory_s == pytest.approx(45_097_156_608 * 2 / 2 / (3.35e12 * 0.85), rel=1e-9)
+
+
+def test_a_dense_models_iteration_has_no_expert_term():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 4096, "batch": 8}])
+    cost = _cost(ev)
+    assert cost.expert_share == cost.expert_memory_s == cost.expert_compute_s == 0.0 and cost.touched(4096) == 0.0
+
+
+def test_a_near_empty_moe_system_serves_each_request_at_the_step_times():
+    """Mixtral 8x7B at 0.01 requests/s: TPOT is the batch-1 decode step, which reads a quarter of the routed
+    experts (the old fit was right here; it was the larger batches it got wrong)."""
+    ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
+                              "workloads": [{"name": "d", "phase": "decode", "context": 576, "batch": 1}]},
+                         analyse=False).evaluation
+    side = serving.Side(_cost(ev), Scheduler(), tp=2)
+    r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
+    assert r["tpot_s"]["p50"] == pytest.approx(float(ev.gaps.base.time_end_to_end[0]), rel=0.01)

@@ -180,11 +180,6 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         found.append({"code": "beyond-window", "message": (
             "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)
             + " — the model was not trained for that context; its quality there is unknown")})
-    moe = sorted({m.models[mi].label for _, mi, _ in served if m.models[mi].num_experts})
-    if moe:
-        found.append({"code": "serving-moe", "message": (
-            f"the serving simulation prices {', '.join(moe)} with the experts a probe step touches: how many "
-            f"experts a larger iteration reads is not modelled there (the step-level layers are exact)")})
     missed = unsimulated(claim.change)
     if missed and served:
         simulated = ", ".join(dict.fromkeys(m.blocks[b].name for b, _, _ in served))

@@ -5,9 +5,13 @@ tokens the decodes and chunks read, P query-key pairs the prefill chunks attend,
 group's FLOPs, vector ops and bytes are affine in (T, R, D, P); the coefficients are read off the cost
 model's own ``step_cost`` at five probe steps of the cell (decode at batch 1 and 2, a longer context, a
 prefill of 1 and 2 tokens), so the serving simulation prices exactly what a step prices (a pure decode of B
-sequences at context C, a prefill of one prompt: ``tests/model/test_serving.py``). Dense models only: the
-experts a step touches and the embedding rows saturate, which the affine form does not (MoE cards keep their
-step-level layers).
+sequences at context C, a prefill of one prompt: ``tests/model/test_serving.py``).
+
+A mixture of experts reads, of its routed experts, the share its T tokens touch, 1 − (1 − k/E)^T (roofline.py:
+experts_touched_fraction): k of E experts at one token, all of them at a large batch. That share is not affine in
+T, so the routed experts' weight reads (and their dequantization) are kept apart: the affine coefficients are
+fitted with them left out, and each iteration adds them at its own token count. (The embedding rows a step reads
+also saturate, at the table's size, which only a step of more tokens than the vocabulary reaches.)
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 from .roofline import GROUPS, Machine, StepInputs, comm_time, group_times, step_cost
 
+LINEAR = GROUPS.index("linear")
 ATTENTION = GROUPS.index("attention")
 
 # probe steps: (decode, batch, context); the statistics (T, R, D, P) each one has, for a context C0, C0 + dC
@@ -41,6 +46,11 @@ class IterationCost:
     request_s: float             # fixed per new request (its first prefill chunk)
     kv_bytes_per_token: float
     free_bytes: float            # HBM left for KV after weights and reserve
+    # a mixture of experts: the seconds of reading (memory) and dequantizing (compute) every routed expert, and
+    # the share of them one token touches (k/E); an iteration of T tokens pays 1 − (1 − k/E)^T of each
+    expert_memory_s: float = 0.0
+    expert_compute_s: float = 0.0
+    expert_share: float = 0.0
     # the coefficients as plain floats, for the per-iteration paths
     _compute: list[list[float]] = field(init=False, repr=False, compare=False)
     _memory: list[list[float]] = field(init=False, repr=False, compare=False)
@@ -49,14 +59,23 @@ class IterationCost:
         object.__setattr__(self, "_compute", self.compute.tolist())
         object.__setattr__(self, "_memory", self.memory.tolist())
 
+    def touched(self, tokens: float) -> float:
+        """The share of the routed experts an iteration of ``tokens`` tokens reads (0 for a dense model)."""
+        return 1.0 - (1.0 - self.expert_share) ** tokens if self.expert_share else 0.0
+
     def decode_line(self, b: int, d0: float) -> tuple[list[tuple[float, float, float, float]], float]:
         """Decode-only iterations of b sequences whose contexts sum to d0 at the first and grow by b a step: per
-        group (compute at step 0, its growth a step, memory at step 0, its growth), and the constant seconds."""
+        group (compute at step 0, its growth a step, memory at step 0, its growth), and the constant seconds.
+        Every step of the line has b tokens, so its routed experts' share is one value."""
         occupancy = max(min(1.0, b * self.busy_per_decode), 1e-9)
+        experts = self.touched(b)
         line = []
         for g, (c, m) in enumerate(zip(self._compute, self._memory, strict=True)):
             c0 = c[0] + (c[1] + c[2]) * b + c[3] * d0
             m0 = m[0] + (m[1] + m[2]) * b + m[3] * d0
+            if g == LINEAR:
+                c0 += self.expert_compute_s * experts
+                m0 += self.expert_memory_s * experts
             scale = 1.0 / occupancy if g == ATTENTION else 1.0
             line.append((c0, c[3] * b, m0 * scale, m[3] * b * scale))
         return line, self.comm[0] + self.comm[1] * b + self.step_s
@@ -73,9 +92,13 @@ class IterationCost:
     def scalar(self, t: float, r: float, d: float, p: float, new_requests: float) -> float:
         """``time`` of one iteration, in plain floats (the simulation's per-iteration path)."""
         total = 0.0
+        experts = self.touched(t)
         for k, ((c0, c1, c2, c3, c4), (m0, m1, m2, m3, m4)) in enumerate(zip(self._compute, self._memory, strict=True)):
             c = c0 + c1 * t + c2 * r + c3 * d + c4 * p
             m = m0 + m1 * t + m2 * r + m3 * d + m4 * p
+            if k == LINEAR:
+                c += self.expert_compute_s * experts
+                m += self.expert_memory_s * experts
             if k == ATTENTION and p <= 0:
                 m /= max(min(1.0, r * self.busy_per_decode), 1e-9)
             total += c if c > m else m
@@ -103,9 +126,15 @@ def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dic
     """The iteration model of one cell (``x`` and ``hw`` hold that one cell) at its efficiencies per group and
     fixed costs; KV per token inflated by the cell's fragmentation (memory_waste)."""
     probe = _probe(x)
-    cost = step_cost(probe)
     first = Machine(*(np.ravel(getattr(hw, f))[0] for f in ("peak", "vector_peak", "bandwidth", "link_bandwidth",
                                                             "link_latency", "sms")))
+    # the routed experts' reads apart (not affine in the tokens): the FLOPs of the experts the tokens use are
+    # (k/E of them per token), so they stay in the fit; their bytes and dequantization come in per iteration
+    cost = step_cost(probe)
+    routed = float(np.ravel(x.routed_expert_params)[0])
+    if routed:
+        reads = step_cost(replace(probe, routed_expert_params=np.asarray(0.0)))
+        cost = replace(cost, bytes=reads.bytes, vector_ops=reads.vector_ops)
     sides = group_times(cost, first.peak, first.bandwidth, ceff, beff, first.vector_peak)
     inv = np.linalg.inv(_STATS)
     compute = np.stack([inv @ np.broadcast_to(sides[g][0], (len(_PROBES),)) for g in GROUPS])
@@ -119,5 +148,11 @@ def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dic
     split = bool(np.ravel(x.split_kv)[0])
     busy = 1.0 if split or not np.isfinite(first.sms) else float(np.ravel(x.heads / x.tp)[0]) / float(first.sms)
     waste = float(np.ravel(x.memory_waste)[0])
+    tp = float(np.ravel(x.tp)[0])
+    expert_memory = routed * float(np.ravel(x.weight_read_bpe)[0]) / tp / (first.bandwidth * beff["linear"])
+    dequant = routed * float(np.ravel(x.dequant_weight_ops)[0]) / tp
+    expert_compute = dequant / first.vector_peak / ceff["linear"] if dequant else 0.0
+    share = float(np.ravel(np.divide(x.experts_per_token, np.maximum(x.experts, 1.0)))[0]) if routed else 0.0
     return IterationCost(compute, memory, busy, comm_coef, step_s + layer_s * layers, request_s,
-                         per_token / (1.0 - waste), capacity - weights - reserve)
+                         per_token / (1.0 - waste), capacity - weights - reserve, float(expert_memory),
+                         float(expert_compute), share)
