@@ -91,3 +91,10 @@ def test_a_grid_share_is_split_over_its_phases_and_cells_weigh_alike_without_sha
     plain = load_workloads({"defaults": {"hardware": "h100-sxm"}, "workloads": [{"name": "one", "context": 4096}],
                             "grid": {"context": [1024, 2048, 4096, 8192]}})
     assert list(plain.share) == pytest.approx([0.2] * 5)                   # five cells, alike
+
+
+def test_the_shipped_catalog_meets_the_schema_and_cites_every_entry():
+    """The shipped catalog is parsed without re-validation on every run (start-up); this is where its schema
+    and its sources are checked, as catalog.load's docstring says: every hardware, model and engine entry
+    valid, each with a source, and the default workload file valid."""
+    assert catalog.check_shipped() == []

@@ -224,3 +224,26 @@ def test_a_traced_workload_stands_its_step_cell_at_the_traces_mean_context():
                                                  "requests": 100}}]}
     m = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
     assert {c["context"] for c in m["cells"]} == {round(prompt + output / 2)}
+
+
+def test_the_scheduler_policies_are_the_schemas():
+    """One list of policies: the schema's enum and the traffic module's (what the simulation branches on)."""
+    import json
+
+    from triage.inputs.traffic import POLICIES
+    from triage.io.resources import schema_text
+
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "policy" in node.get("properties", {}):
+                found.append(node["properties"]["policy"]["enum"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(schema_text("workloads")))
+    assert found and all(tuple(e) == POLICIES for e in found)
