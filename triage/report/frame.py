@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -45,27 +45,12 @@ def _same_columns(first: list[str], chunk: Columns) -> None:
         raise RuntimeError("internal inconsistency: a sweep chunk has other columns than the first")
 
 
-def _one_at_a_time(chunks: Iterable[Columns]) -> Iterator[Columns]:
-    """The chunks, each handed out of a list the generator empties, so no name here still holds one while
-    the next is priced (a for-loop's variable would keep two chunks alive at once)."""
-    it = iter(chunks)
-    while True:
-        box: list[Columns] = []
-        for chunk in it:          # one item, then out: the loop's name is rebound before the yield
-            box.append(chunk)
-            del chunk
-            break
-        if not box:
-            return
-        yield box.pop()
-
-
 def _csv_stdlib(chunks: Iterable[Columns], fh: BinaryIO) -> None:
     """Rows through csv.writer, ``_ROWS`` at a time; NaN (undefined) as an empty field."""
     text = io.TextIOWrapper(fh, encoding="utf-8", newline="", write_through=True)
     writer = csv.writer(text, lineterminator="\n")
     names: list[str] | None = None
-    for columns in _one_at_a_time(chunks):
+    for columns in chunks:
         if names is None:
             names = list(columns)
             writer.writerow(names)
@@ -82,46 +67,40 @@ def _csv_stdlib(chunks: Iterable[Columns], fh: BinaryIO) -> None:
                 rows.append(a.tolist())
             writer.writerows(zip(*rows, strict=True))
             del rows, a
-        del columns                   # this chunk goes before the next is priced, as in the other writers
+        del columns                   # unbound before the next chunk is priced: memory is one chunk's
     text.detach()
 
 
-def _parquet(chunks: Iterable[Columns], fh: BinaryIO) -> None:
-    """One row group per chunk, through one ParquetWriter (the schema of the first)."""
+def _arrow(chunks: Iterable[Columns], fh: BinaryIO, open_writer: Callable[[BinaryIO, Any], Any],
+           bools_as_text: bool) -> None:
+    """Each chunk as one Arrow table through one writer opened on the first chunk's schema (a Parquet row
+    group, or CSV rows under one header); every later chunk is cast to that schema."""
+    out, schema, names = None, None, []
+    for columns in chunks:
+        table = _table({k: np.where(v, "true", "false") if bools_as_text and v.dtype.kind == "b" else v
+                        for k, v in columns.items()}, schema)
+        if out is None:
+            names, schema = list(columns), table.schema
+            out = open_writer(fh, schema)
+        _same_columns(names, columns)
+        out.write_table(table)
+        del columns, table            # unbound before the next chunk is priced: memory is one chunk's
+    if out is not None:
+        out.close()
+
+
+def _parquet_writer(fh: BinaryIO, schema: Any) -> Any:
     import pyarrow.parquet as pq
 
-    out, schema, names = None, None, []
-    for columns in _one_at_a_time(chunks):
-        table = _table(columns, schema)
-        if out is None:
-            names, schema = list(columns), table.schema
-            # dictionary pages for the text columns only: a float column almost never repeats, and trying
-            # costs a third of the write (bench/bench.py)
-            text = [f.name for f in schema if f.type == "string"]
-            out = pq.ParquetWriter(fh, schema, use_dictionary=text)
-        _same_columns(names, columns)
-        out.write_table(table)
-        del columns, table
-    if out is not None:
-        out.close()
+    # dictionary pages for the text columns only: a float column almost never repeats, and trying costs a
+    # third of the write (bench/bench.py)
+    return pq.ParquetWriter(fh, schema, use_dictionary=[f.name for f in schema if f.type == "string"])
 
 
-def _arrow_csv(chunks: Iterable[Columns], fh: BinaryIO) -> None:
-    """pyarrow's CSV writer, one batch per chunk under one header; booleans as true/false."""
+def _csv_writer(fh: BinaryIO, schema: Any) -> Any:
     import pyarrow.csv as pcsv
 
-    out, schema, names = None, None, []
-    for columns in _one_at_a_time(chunks):
-        table = _table({k: np.where(v, "true", "false") if v.dtype.kind == "b" else v for k, v in columns.items()},
-                       schema)
-        if out is None:
-            names, schema = list(columns), table.schema
-            out = pcsv.CSVWriter(fh, schema, write_options=pcsv.WriteOptions(quoting_style="needed"))
-        _same_columns(names, columns)
-        out.write_table(table)
-        del columns, table
-    if out is not None:
-        out.close()
+    return pcsv.CSVWriter(fh, schema, write_options=pcsv.WriteOptions(quoting_style="needed"))
 
 
 def writer(chunks: Iterable[Columns], fmt: str) -> Callable[[BinaryIO], None]:
@@ -131,7 +110,7 @@ def writer(chunks: Iterable[Columns], fmt: str) -> Callable[[BinaryIO], None]:
         if pa is None:
             raise UserError([Problem("--output", path="", message=(
                 "Parquet needs pyarrow: pip install 'llm-triage[frame]' (or write .csv)"))])
-        return lambda fh: _parquet(chunks, fh)
+        return lambda fh: _arrow(chunks, fh, _parquet_writer, bools_as_text=False)
     if pa is None:
         return lambda fh: _csv_stdlib(chunks, fh)
-    return lambda fh: _arrow_csv(chunks, fh)
+    return lambda fh: _arrow(chunks, fh, _csv_writer, bools_as_text=True)
