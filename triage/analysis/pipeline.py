@@ -172,9 +172,8 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     window = np.flatnonzero(verdicts.beyond_window(m))
     if window.size:
         # a grid's phases are blocks of one name: distinct by the name the warning prints, not the block
-        _, name_idx = np.unique([b.name for b in m.blocks], return_inverse=True)
+        block_names, name_idx = np.unique([b.name for b in m.blocks], return_inverse=True)
         keys = np.stack([name_idx[m.block_idx[window]], m.model_idx[window], m.context[window]]).T
-        block_names = sorted({b.name for b in m.blocks})
         names = [f"{block_names[int(b)]} ({m.models[int(mi)].label}, {int(c):,} tokens > "
                  f"{m.models[int(mi)].max_context:,})" for b, mi, c in _first_distinct(keys, 6)]
         found.append({"code": "beyond-window", "message": (

@@ -4,6 +4,7 @@ what the file says (a file named by mistake, a stray /etc/shadow, must not end u
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from ..errors import Problem
@@ -188,6 +189,7 @@ def validate(doc: Document, schema_name: str, prefix: tuple[Any, ...] = ()) -> l
     return problems
 
 
+@cache
 def _validator_salt() -> str:
     """What decides validity besides the schema's text (in the digest): the installed jsonschema, by its file and
     modification time, read without importing it, so an upgrade forgets every digest."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .roofline import GROUPS, Machine, StepInputs, comm_time, group_times, step_cost
+from .roofline import GROUPS, Machine, StepInputs, comm_time, experts_touched_fraction, group_times, step_cost
 
 LINEAR = GROUPS.index("linear")
 ATTENTION = GROUPS.index("attention")
@@ -60,8 +60,9 @@ class IterationCost:
         object.__setattr__(self, "_memory", self.memory.tolist())
 
     def touched(self, tokens: float) -> float:
-        """The share of the routed experts an iteration of ``tokens`` tokens reads (0 for a dense model)."""
-        return 1.0 - (1.0 - self.expert_share) ** tokens if self.expert_share else 0.0
+        """The share of the routed experts an iteration of ``tokens`` tokens reads (0 for a dense model): the
+        cost model's experts_touched_fraction, for k/E = ``expert_share``."""
+        return float(experts_touched_fraction(tokens, 1.0, self.expert_share)) if self.expert_share else 0.0
 
     def decode_line(self, b: int, d0: float) -> tuple[list[tuple[float, float, float, float]], float]:
         """Decode-only iterations of b sequences whose contexts sum to d0 at the first and grow by b a step: per

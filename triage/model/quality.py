@@ -31,28 +31,26 @@ def _grade(value: np.ndarray, gate: np.ndarray | float, band: np.ndarray | float
     return np.where(ok, PASS, np.where(near, BAND, FAIL))
 
 
-def standing(claim: Claim, gate: np.ndarray, cell_params: np.ndarray,
+def standing(claim: Claim, gate: np.ndarray, cell_params: np.ndarray, shape: tuple[int, ...],
              measured_quality: np.ndarray | None = None) -> QualityStanding:
     """Each cell's quality standing: the worst task of each kind against its gate; a measured quality
     (claim ÷ baseline, --measured) replaces the card's on its cells."""
-    n = gate.shape
     tasks = [f for f in claim.figures if not f.lower_is_better]
     ppl = [f for f in claim.figures if f.lower_is_better]
     worst_task = min(tasks, key=lambda f: f.retained) if tasks else None
     worst_ppl = max(ppl, key=lambda f: f.increase) if ppl else None
-    # the card's figures are one value each: graded once (against a gate that is one value on most matrices)
-    # and broadcast, not a column per figure
-    gate_one = gate.flat[0] if gate.size and np.all(gate == gate.flat[0]) else gate
+    # the card's figures are one value each: graded once against the gate (one value where every workload
+    # shares it, a column where they differ) and broadcast to ``shape`` at the end, not a column per figure
     status: np.ndarray = np.asarray(UNREPORTED)
     if worst_task is not None or worst_ppl is not None:
         status = np.asarray(PASS)
         if worst_task is not None:
-            status = np.maximum(status, _grade(np.asarray(worst_task.retained), gate_one, ACCURACY_BAND, True))
+            status = np.maximum(status, _grade(np.asarray(worst_task.retained), gate, ACCURACY_BAND, True))
         if worst_ppl is not None:
             status = np.maximum(status, _grade(np.asarray(worst_ppl.increase), PERPLEXITY_GATE, PERPLEXITY_BAND,
                                                False))
     elif claim.quality_retained is not None:          # one summary figure: an accuracy-like retained fraction
-        status = _grade(np.asarray(claim.quality_retained), gate_one, ACCURACY_BAND, True)
+        status = _grade(np.asarray(claim.quality_retained), gate, ACCURACY_BAND, True)
     mq = measured_quality if measured_quality is not None and np.isfinite(measured_quality).any() else None
     if mq is not None:
         with np.errstate(invalid="ignore"):
@@ -60,5 +58,6 @@ def standing(claim: Claim, gate: np.ndarray, cell_params: np.ndarray,
     measured = max((f.params for f in claim.figures), default=0.0)
     far = (measured > FAR_MODEL_FACTOR * cell_params) & (status != UNREPORTED)
     if mq is not None:
-        far &= ~np.isfinite(mq)
-    return QualityStanding(np.broadcast_to(status, n), worst_ppl, worst_task, np.broadcast_to(far, n), measured)
+        far = far & ~np.isfinite(mq)
+    return QualityStanding(np.broadcast_to(status, shape), worst_ppl, worst_task, np.broadcast_to(far, shape),
+                           measured)

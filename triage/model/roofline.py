@@ -193,7 +193,7 @@ def attended_tokens(context: np.ndarray, window: Any, fraction: Any) -> np.ndarr
     return (1.0 - fraction) * context + fraction * np.minimum(context, window)
 
 
-def experts_touched_fraction(tokens: np.ndarray, experts: Any, top_k: Any) -> np.ndarray:
+def experts_touched_fraction(tokens: Any, experts: Any, top_k: Any) -> Any:
     """Expected share of a layer's E routed experts hit by ``tokens`` tokens each routed to k of them.
 
     With uniform routing an expert is missed by one token with probability 1 − k/E,

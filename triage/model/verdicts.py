@@ -142,8 +142,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     mq = nan if measured_quality is None else measured_quality
     mt = nan if measured_claim_s is None else measured_claim_s
     has_mq = np.isfinite(mq)
-    q = quality.standing(claim, np.broadcast_to(np.asarray(gate, dtype=float), shape),
-                         m.per_model(lambda mod: mod.params), mq)
+    q = quality.standing(claim, gate, m.per_model(lambda mod: mod.params), shape, mq)
     quality_fail = q.status == quality.FAIL
     quality_band = q.status == quality.BAND
     # each layer judges what it can see: the bound what the step itself saves (bytes, FLOPs, dtype, tokens per
