@@ -190,3 +190,12 @@ def fmt_percent(x: float | None, digits: int = 1) -> str:
         return "—"
     text = f"{x * 100:.{digits}f} %"
     return text[1:] if text.startswith("-") and float(text[:-2]) == 0 else text     # never '-0.0 %'
+
+
+def fmt_pair(before: float, after: float) -> str:
+    """``before → after`` at the decimals of the more precise of the two, as a table prints them (a YAML 5.60
+    is read as 5.6: "5.47 → 5.60", not "5.47 → 5.6")."""
+    digits = max(len(f"{x:g}".partition(".")[2]) for x in (before, after))
+    if "e" in f"{before:g}{after:g}":
+        return f"{before:g} → {after:g}"
+    return f"{before:.{digits}f} → {after:.{digits}f}"

@@ -198,11 +198,11 @@ def _figures_text(figures: list[dict[str, Any]]) -> str:
     out = []
     if ppl:
         f = max(ppl, key=lambda f: f["claim"] / f["baseline"])
-        out.append(f"perplexity {f['task']} {f['baseline']:g} → {f['claim']:g} "
+        out.append(f"perplexity {f['task']} {units.fmt_pair(f['baseline'], f['claim'])} "
                    f"(+{units.fmt_percent(f['claim'] / f['baseline'] - 1)}) on {f['model']}")
     if tasks:
         f = min(tasks, key=lambda f: f["claim"] / f["baseline"])
-        out.append(f"worst task {f['task']} {f['baseline']:g} → {f['claim']:g} "
+        out.append(f"worst task {f['task']} {units.fmt_pair(f['baseline'], f['claim'])} "
                    f"({units.fmt_percent(f['claim'] / f['baseline'])} retained) on {f['model']}")
     return "; ".join(out) + f" ({len(figures)} figure{'s' if len(figures) > 1 else ''})"
 

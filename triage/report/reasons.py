@@ -11,7 +11,7 @@ from ..analysis.decision import Decision
 from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE, REGRESSION_TOLERANCE
 from ..inputs.claim import Claim, QualityFigure
 from ..inputs.registry import LONG_CONTEXT, claim_classes, classes, incumbent_classes, registry
-from ..inputs.units import fmt_bytes, fmt_gib, fmt_percent, fmt_ratio, fmt_time
+from ..inputs.units import fmt_bytes, fmt_gib, fmt_pair, fmt_percent, fmt_ratio, fmt_time
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
@@ -84,9 +84,9 @@ def _integration_text(claim: Claim) -> str:
 
 def _figure(f: QualityFigure) -> str:
     if f.lower_is_better:
-        return (f"{f.task} perplexity {f.baseline:g} → {f.claim:g} ({'+' if f.increase >= 0 else ''}"
+        return (f"{f.task} perplexity {fmt_pair(f.baseline, f.claim)} ({'+' if f.increase >= 0 else ''}"
                 f"{fmt_percent(f.increase)}) on {f.model}")
-    return f"{f.task} {f.kind} {f.baseline:g} → {f.claim:g} ({fmt_percent(f.retained)} retained) on {f.model}"
+    return f"{f.task} {f.kind} {fmt_pair(f.baseline, f.claim)} ({fmt_percent(f.retained)} retained) on {f.model}"
 
 
 def quality_words(claim: Claim, q: QualityStanding | None, gate: float) -> str:
