@@ -115,16 +115,17 @@ def test_compare_reproduces_the_course_choice(runner, mix, first):
 
 def test_compare_never_recommends_a_no_go_over_an_adoptable_claim(runner):
     """The newcomer's `compare fp6 awq int8-weights` recommended AWQ while AWQ was NO-GO on 100 % of the
-    requests. GPTQ and Marlin gain more than int8 weights on the default matrix (1.385x, 1.341x vs 1.212x) but
-    are NO-GO (their quality figures fall outside the gate); int8 weights is CONDITIONAL: it goes first, and no
-    workload's best is a claim that is NO-GO there."""
+    requests. GPTQ gains the most on the default matrix (1.385x, against Marlin's 1.341x and int8 weights'
+    1.212x) but is NO-GO: its 3-bit point loses +5.6 % perplexity on PTB, beyond the +5 % band. Marlin (4-bit
+    g128: MMLU 40.07 / 41.80 = 95.9 % retained, inside the 93 % band) and int8 weights are CONDITIONAL: Marlin
+    goes first, and no workload's best is a claim that is NO-GO there."""
     res = runner.invoke(main, ["compare", str(CLAIMS / "gptq.yaml"), str(CLAIMS / "int8-weights.yaml"),
                                str(CLAIMS / "marlin.yaml"), "-f", "json"])
     doc = json.loads(res.stdout)
     assert [(o["claim"], o["decision"]) for o in doc["overall"]] == [
-        ("int8-weights", "CONDITIONAL"), ("gptq", "NO-GO"), ("marlin", "NO-GO")]
-    assert doc["overall"][1]["weighted_speedup"] > doc["overall"][0]["weighted_speedup"]
-    assert doc["recommendation"]["first"] == "int8-weights"
+        ("marlin", "CONDITIONAL"), ("int8-weights", "CONDITIONAL"), ("gptq", "NO-GO")]
+    assert doc["overall"][2]["weighted_speedup"] > doc["overall"][0]["weighted_speedup"]
+    assert doc["recommendation"]["first"] == "marlin"
     assert "gptq gains more" in doc["recommendation"]["reason"] and "but is NO-GO" in doc["recommendation"]["reason"]
     for c in doc["cells"]:
         verdict = {r["claim"]: r["verdict"] for r in c["ranking"]}
@@ -133,7 +134,7 @@ def test_compare_never_recommends_a_no_go_over_an_adoptable_claim(runner):
 
 
 def test_compare_of_only_no_go_claims_recommends_none(runner):
-    res = runner.invoke(main, ["compare", str(CLAIMS / "gptq.yaml"), str(CLAIMS / "marlin.yaml"), "-f", "json"])
+    res = runner.invoke(main, ["compare", str(CLAIMS / "gptq.yaml"), str(CLAIMS / "sparsegpt-2-4.yaml"), "-f", "json"])
     rec = json.loads(res.stdout)["recommendation"]
     assert rec == {"first": None, "reason": "every claim is NO-GO on this matrix"}
 

@@ -60,11 +60,12 @@ def test_claim_that_does_not_fit_is_does_not_fit_not_an_assert():
     assert c["speedup"]["end_to_end"] is None
 
 
-def test_quality_below_the_gate_is_no_go():
-    c = cell(triage.evaluate(card({"kv_bytes": 0.5}, quality={"retained": 0.95}), course_matrix()), "B")
+def test_quality_below_the_band_is_no_go():
+    # 92 % retained: below the 93.0 % worst evaluation of a vendor-shipped INT4 checkpoint (defaults.py)
+    c = cell(triage.evaluate(card({"kv_bytes": 0.5}, quality={"retained": 0.92}), course_matrix()), "B")
     assert c["verdict"] == "NO-GO"
-    assert ("quality beyond its band: quality retained 95.0 % (the card's one figure, a task average), against "
-            "99.0 % (GO) and 97.0 % (CONDITIONAL)") in c["reasons"]
+    assert ("quality beyond its band: quality retained 92.0 % (the card's one figure, a task average), against "
+            "99.0 % (GO) and 93.0 % (CONDITIONAL)") in c["reasons"]
 
 
 def test_quality_between_the_gate_and_the_band_is_conditional():
