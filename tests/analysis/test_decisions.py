@@ -349,3 +349,22 @@ def test_the_beyond_window_warning_names_each_workload_once():
     (warning,) = [w["message"] for w in triage.evaluate(CLAIMS / "kv2x.yaml", grid, analyse=False).to_dict()["warnings"]
                   if "trained window" in w["message"]]
     assert warning.count("grid (llama-2-7b, 8,192 tokens > 4,096)") == 1
+
+
+def test_a_workload_can_refuse_a_context_beyond_the_models_window(tmp_path, runner):
+    """Llama 2 7B was trained to 4,096 tokens (config.json max_position_embeddings): a 131,072-token workload that
+    says beyond_window: refuse is an error addressed to its context, exit 1, no memo; by default it is priced with
+    the warning."""
+    w = tmp_path / "w.yaml"
+    w.write_text("defaults: {model: llama-2-7b, hardware: h100-sxm}\n"
+                 "workloads:\n"
+                 "  - {name: fits, phase: decode, context: 4096, batch: 1, beyond_window: refuse}\n"
+                 "  - {name: long, phase: decode, context: 131072, batch: 1, beyond_window: refuse}\n")
+    out = tmp_path / "memo.md"
+    res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-w", str(w), "-o", str(out)])
+    assert res.exit_code == 1 and not out.exists()
+    assert "w.yaml:4" in res.stderr and "$.workloads[1].context" in res.stderr
+    assert "context 131,072 tokens is beyond llama-2-7b's trained window of 4,096" in res.stderr
+    w.write_text(w.read_text().replace(", beyond_window: refuse}", "}"))
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert any("trained window" in x["message"] for x in d["warnings"])

@@ -54,6 +54,7 @@ class Settings:
     output_tokens: int                # a decode request's steps; a prefill request is one prompt
     stack: tuple[str, ...]            # serving features the workload's stack uses
     domain: str | None                # what the requests are (chat, code …): speculative acceptance differs
+    beyond_window: str                # a context past the model's trained window: "warn" or "refuse"
 
     def engine_values(self, hardware: str) -> dict[str, float]:
         """Bandwidth and compute efficiency and the fixed costs on a chip: the workload's own where it gives
@@ -209,6 +210,7 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         output_tokens=merged["output_tokens"],
         stack=tuple(merged.get("stack", ())),
         domain=merged.get("domain"),
+        beyond_window=merged["beyond_window"],
         traffic=merged.get("traffic"),
         scheduler=merged.get("scheduler", {}),
         long_context=merged.get("long_context"),
@@ -229,6 +231,22 @@ def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], me
                 problems.append(doc.problem(at, (
                     f"unknown {key}{did_you_mean(name, table)} "
                     f"(see triage/inputs/catalog/{section}.yaml, or define it under {section}:)")))
+
+
+def _refuse_beyond_window(doc: Document, path: tuple[Any, ...], entry: dict[str, Any], settings: Settings,
+                          contexts: tuple[float, ...] | None, cat: catalog_mod.Catalog,
+                          problems: list[Problem]) -> None:
+    """A workload that says ``beyond_window: refuse`` prices no context past a model's trained window
+    (max_position_embeddings): each such context is a problem addressed to where it was written."""
+    where = path + ("context",) if "context" in entry else ("defaults", "context")
+    for name in settings.models:
+        window = cat.models[name].max_context
+        for c in contexts or (settings.context,):
+            if window and c > window:
+                problems.append(doc.problem(where, (
+                    f"context {int(c):,} tokens is beyond {name}'s trained window of {window:,} "
+                    f"(max_position_embeddings), and this workload says beyond_window: refuse")))
+                break
 
 
 def _at(doc: Document, path: tuple[Any, ...]) -> Any:
@@ -393,6 +411,8 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         for part in path:
             entry = entry[part]
         where = path if "precision" in entry else ("defaults",)
+        if settings.beyond_window == "refuse":
+            _refuse_beyond_window(doc, path, entry, settings, block.contexts, cat, problems)
         for hw in settings.hardware:
             try:
                 cat.hardware[hw].peak(settings.precision["compute"])
