@@ -332,14 +332,18 @@ def efficiencies(claim: Claim, ce: Any, be: Any) -> tuple[Efficiencies, Efficien
 
 def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.ndarray, base_max: np.ndarray,
            hw: Machine, ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed, capacity: Any, reserve: Any,
-           base_step: np.ndarray, e2e_batch: np.ndarray, base_theo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           base_step: np.ndarray, e2e_batch: np.ndarray, base_theo: np.ndarray) -> tuple[np.ndarray, ...]:
     """Where the baseline holds not one sequence and the claim fits: the baseline on the fewest GPUs
-    (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Fills ``base_step`` and
-    ``e2e_batch`` (and its bound, ``base_theo``) there; returns the baseline's GPUs per replica and the cells so
-    priced."""
-    gpus = np.array(np.broadcast_to(base_x.tp, m.batch.shape), dtype=float)
-    spilled = np.zeros(m.batch.shape, dtype=bool)
+    (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Returns the baseline's
+    GPUs per replica, the cells so priced, and ``base_step``, ``e2e_batch`` and its bound ``base_theo`` with
+    those cells filled (copies where any is; the arrays given, untouched, where none is)."""
+    gpus: np.ndarray = np.broadcast_to(np.asarray(base_x.tp, dtype=float), m.batch.shape)
+    spilled: np.ndarray = np.asarray(False)
     left = ~base_fits & claim_fits & (base_max < 1)
+    if not left.any():
+        return gpus, spilled, base_step, e2e_batch, base_theo     # nothing spills: no column to allocate
+    gpus, spilled = np.array(gpus), np.zeros(m.batch.shape, dtype=bool)
+    base_step, e2e_batch, base_theo = (np.array(a, dtype=float) for a in (base_step, e2e_batch, base_theo))
     for factor in CAPACITY_TP:
         idx = np.flatnonzero(left & ~spilled)
         if not idx.size:
@@ -357,7 +361,7 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
         base_theo[idx] = layers_.theoretical
         base_step[idx], e2e_batch[idx], spilled[idx] = t, m.batch[idx], True
         gpus[idx] = np.broadcast_to(sub.tp, idx.shape)
-    return gpus, spilled
+    return gpus, spilled, base_step, e2e_batch, base_theo
 
 
 def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: bool = True,
@@ -401,9 +405,12 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         expected = _block_column(m, lambda s: mechanisms.expected_for(claim.change["speculative"], s.domain))
         spec = _Speculation(plan, draft, draft_mem, m.decode, expected)
     new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, fixed, capacity, reserve, spec, retime)
-    switched_on = np.ones(m.batch.shape, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
+    # on everywhere, and its gain when on is the cell's own, unless an operator switches it per deployment
+    switched_on: np.ndarray = np.asarray(True)
+    when_on: np.ndarray = np.asarray(np.nan)
+    if switchable(claim.change):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
     if switch_optional and switchable(claim.change):
         # an operator turns speculation or prefix caching on where it pays and off where it does not: each cell
         # at the better of the two (the claim equals the baseline where it is off)
@@ -417,9 +424,13 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         s_e2e = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
 
     # capacity turned into concurrency: the claim fits the batch, the baseline only a smaller one
-    e2e_batch = m.batch.copy()
-    base_step = np.array(np.broadcast_to(base.time_end_to_end, m.batch.shape), dtype=float)
-    rescue = ~base.fits & new.fits & (base.max_batch >= 1)
+    # the baseline's batch and step where it runs the cell: views of the cell's own until a cell differs
+    e2e_batch: np.ndarray = m.batch
+    base_step: np.ndarray = np.broadcast_to(base.time_end_to_end, m.batch.shape)
+    misfit = ~base.fits
+    if misfit.any():
+        e2e_batch, base_step = m.batch.copy(), np.array(base_step, dtype=float)
+    rescue = misfit & new.fits & (base.max_batch >= 1)
     if rescue.any():
         idx = np.flatnonzero(rescue)
         b0 = base.max_batch[idx]
@@ -430,7 +441,8 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
         e2e_batch[idx] = b0
         base_step[idx] = t0
-    e2e_batch[~base.fits & ~rescue] = np.nan
+    if misfit.any():
+        e2e_batch[misfit & ~rescue] = np.nan
 
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))
     steps = steps_per_request(m)
@@ -451,11 +463,12 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         base_step = np.array(np.broadcast_to(at0.time_end_to_end, m.batch.shape), dtype=float)
         claim_batch = np.where(b1 >= 1, b1, np.nan)
         claim_step = at1.time_end_to_end
-    spilled = np.zeros(m.batch.shape, dtype=bool)
-    base_theo = np.array(np.broadcast_to(base.time_theoretical, m.batch.shape), dtype=float)
+    spilled: np.ndarray = np.asarray(False)
+    base_theo: np.ndarray = np.broadcast_to(base.time_theoretical, m.batch.shape)
     if "capacity" not in carried(claim.change):
-        gpus_b, spilled = _spill(m, base_x, base.fits, new.fits, base.max_batch, hw, base_ceff, base_beff,
-                                 fixed, capacity, reserve, base_step, e2e_batch, base_theo)
+        gpus_b, spilled, base_step, e2e_batch, base_theo = _spill(
+            m, base_x, base.fits, new.fits, base.max_batch, hw, base_ceff, base_beff, fixed, capacity, reserve,
+            base_step, e2e_batch, base_theo)
     with np.errstate(invalid="ignore"):
         base_req = request_seconds(steps, base_step, gpus_b, e2e_batch)
         claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
@@ -472,6 +485,6 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
                 np.broadcast_to(base_req, m.batch.shape), np.broadcast_to(claim_req, m.batch.shape),
                 np.broadcast_to(request_seconds(steps, base_theo, gpus_b, m.batch), m.batch.shape),
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
-                switched_on,
+                np.broadcast_to(switched_on, m.batch.shape),
                 np.broadcast_to(when_on, m.batch.shape), engine,
-                np.array(np.broadcast_to(gpus_b, m.batch.shape), dtype=float), np.broadcast_to(metric, m.batch.shape))
+                np.broadcast_to(np.asarray(gpus_b, dtype=float), m.batch.shape), np.broadcast_to(metric, m.batch.shape))
