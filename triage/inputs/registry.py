@@ -1,10 +1,12 @@
 """What each change key of a card is, as data: the groups it touches, what a missing kernel takes back, how
-two stacked cards combine it (mechanisms.yaml). The model layer binds each key to its function."""
+two stacked cards combine it, its words and its schema fragment (mechanisms.yaml, the one place a mechanism is
+described). The claim schema's `change` section is generated from it; the model layer binds each key to its
+function."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -28,6 +30,8 @@ class MechanismInfo:
     phases: tuple[str, ...] = ("decode", "prefill")
     klass: str = ""
     kv_format: bool = False
+    words: str | None = None          # the memo's words, a str.format template of the value ({value}, or its keys)
+    schema: dict[str, Any] = field(default_factory=dict)     # its JSON-schema fragment under change:
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,16 @@ def registry() -> dict[str, MechanismInfo]:
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
                                tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)),
                                tuple(v.get("phases", ("decode", "prefill"))), v["class"],
-                               bool(v.get("kv_format", False)))
+                               bool(v.get("kv_format", False)), v.get("words"), dict(v["schema"]))
             for key, v in _data("mechanisms.yaml").items()}
+
+
+def change_schema() -> dict[str, Any]:
+    """The claim schema's `change` section, generated from the registry (schemas/claim.schema.json holds it
+    as generated; tests/inputs/test_registry.py keeps the two equal)."""
+    return {"type": "object", "additionalProperties": False, "minProperties": 1,
+            "description": "Multipliers (> 0) on the baseline's cost components.",
+            "properties": {key: info.schema for key, info in registry().items()}}
 
 
 @cache

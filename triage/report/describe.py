@@ -1,10 +1,12 @@
-"""One line per change key, in words, for the memo's 'Change' row."""
+"""One line per change key, in words, for the memo's 'Change' row: the registry's template, or a describer where the
+words need arithmetic."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from ..inputs.registry import registry
 from ..model.mechanisms import expected_for, kv_quant_bytes, quantized_bytes_per_weight, speculative_plan
 
 
@@ -37,11 +39,9 @@ def _kv_quant_text(s: dict[str, Any]) -> str:
     return f"{s['bits']}-bit KV cache{group}{outliers} ({kv_quant_bytes(s):.4g} B per element){residual}"
 
 
+# The mechanisms whose words need arithmetic (bytes per element, percentages, plans); every other key is worded
+# by its registry template (mechanisms.yaml: words), so a new mechanism needs no edit here.
 DESCRIBE: dict[str, Callable[[Any], str]] = {
-    "distill_to": lambda v: f"serve {v} instead",
-    "kv_heads": lambda n: f"{n} KV heads (GQA/MQA)",
-    "kv_latent": lambda s: f"latent KV cache of {s['elements']} per layer",
-    "kv_bytes": lambda m: f"KV bytes per token × {m:g}",
     "kv_quant": _kv_quant_text,
     "kv_tokens": _tokens_text("kept (eviction, read and stored)"),
     "kv_read": _tokens_text("read per step (all stored)"),
@@ -49,22 +49,12 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
                                   f"recent window), the rest the whole context"),
     "sparse_attention": lambda s: (f"each query attends at most {s['budget']:,} keys at "
                                    f"{' and '.join(s['phases'])}"),
-    "attention_dtype": lambda d: f"attention computed in {d}",
     "hadamard": lambda s: (f"{s.get('per_layer', 1):g} online Hadamard rotation(s) of {s['size']:,} elements per "
                            f"token and layer"),
     "prefix_hit": lambda f: f"{f * 100:g} % of each prompt cached",
     "memory_waste": lambda f: f"KV fragmentation {f * 100:g} %",
-    "attention_flops": lambda m: f"attention FLOPs × {m:g}",
-    "score_bytes": lambda m: f"attention score traffic × {m:g}",
-    "split_kv": lambda v: "split-KV decoding",
-    "weight_bytes": lambda m: f"bytes per weight × {m:g}",
     "weight_quant": _weight_quant_text,
-    "sparsity": lambda s: f"{s['pattern']} structured sparsity",
-    "compute_dtype": lambda d: f"linear layers computed in {d}",
-    "linear_flops": lambda m: f"linear-layer FLOPs × {m:g}",
-    "low_rank": lambda s: f"rank-{s['rank']} factorized projections",
     "speculative": _spec_text,
-    "tp": lambda n: f"tensor parallel over {n} GPUs",
     "batching": lambda s: f"batch slots {s['utilization'] * 100:g} % useful",
     "scheduler": lambda s: "scheduler: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.items()),
     "dequant_ops": lambda v: "dequantization: " + (
@@ -74,6 +64,13 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
 }
 
 
+def _words(key: str, value: Any) -> str:
+    template = registry()[key].words
+    if template is None:
+        return DESCRIBE[key](value)
+    return template.format(value=value, **(value if isinstance(value, dict) else {}))
+
+
 def describe(change: dict[str, Any]) -> list[str]:
     """Each change key of a card in words, in the card's order."""
-    return [DESCRIBE[key](value) for key, value in change.items()]
+    return [_words(key, value) for key, value in change.items()]
