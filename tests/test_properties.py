@@ -145,6 +145,7 @@ MECHANISM_VALUES = {
     "prefix_hit": st.floats(0.0, 0.95),
     "memory_waste": st.floats(0.0, 0.9),
     "attention_flops": fraction,
+    "prefill_attention_flops": fraction,
     "score_bytes": st.floats(0.0, 1.0),
     "split_kv": st.booleans(),
     "weight_bytes": fraction,

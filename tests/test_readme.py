@@ -96,6 +96,11 @@ def test_the_decision_rules_table_is_the_codes():
     _generated(DOCS / "reading-a-memo.md", "rules-table", rules.markdown())
 
 
+def test_the_mechanism_table_is_generated_from_the_registry():
+    from triage.report.describe import mechanism_table
+    _generated(DOCS / "claim-cards.md", "mechanisms-table", mechanism_table())
+
+
 def test_the_workloads_help_names_every_shipped_workload():
     import yaml
 

@@ -36,3 +36,35 @@ def test_the_registry_words_render_the_examples():
         "latent KV cache of 576 per layer", "rank-1024 factorized projections", "KV bytes per token × 0.5"]
     for key, info in registry().items():
         assert describe({key: info.example})[0], key
+
+
+def test_every_mechanism_is_a_declared_multiplier_or_has_one_function():
+    from triage.model.mechanisms import _FUNCTIONS
+    for key, info in registry().items():
+        assert bool(info.scales) != (key in _FUNCTIONS), key
+    assert set(_FUNCTIONS) <= set(registry())
+
+
+def test_a_prefill_only_sparsity_key_is_one_registry_entry():
+    """prefill_attention_flops was added as one entry of mechanisms.yaml (a multiplier on attention FLOPs, phases
+    [prefill]) and nothing else: the schema takes it, `triage new` offers it, the memo words it, the model prices
+    it on prefill cells only and the decode cell says it does not act there. Llama 2 7B, a 2,048-token prompt,
+    causal attention by hand: 2 matmuls x 2 FLOP x 4,096 (heads x head dim) x 32 layers x 2,048 x 2,049 / 2 pairs
+    = 1.100048498688e12 FLOP, halved by 0.5."""
+    import triage
+    from triage.report.scaffold import change_lines
+
+    assert "prefill_attention_flops" in change_schema()["properties"]
+    assert any("prefill_attention_flops" in line for line in change_lines("attention"))
+    assert describe({"prefill_attention_flops": 0.5}) == ["prefill attention FLOPs × 0.5"]
+    card = {"id": "p", "title": "t", "direction": "attention", "change": {"prefill_attention_flops": 0.5}}
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+         "workloads": [{"name": "p", "phase": "prefill", "context": 2048, "batch": 1},
+                       {"name": "d", "phase": "decode", "context": 2048, "batch": 1}]}
+    d = triage.evaluate(card, w, analyse=False).to_dict()
+    prefill, decode = d["cells"]
+    attention = 2 * 2 * 4096 * 32 * 2048 * 2049 / 2
+    assert prefill["baseline"]["flops_by_group"]["attention"] == attention
+    assert prefill["claim"]["flops_by_group"]["attention"] == attention / 2
+    assert decode["claim"]["flops_by_group"] == decode["baseline"]["flops_by_group"]
+    assert any("acts at prefill only: d is priced unchanged" in x["message"] for x in d["warnings"])

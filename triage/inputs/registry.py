@@ -30,6 +30,7 @@ class MechanismInfo:
     phases: tuple[str, ...] = ("decode", "prefill")
     klass: str = ""
     kv_format: bool = False
+    scales: tuple[str, ...] = ()      # a pure multiplier: the step inputs it multiplies (no function of its own)
     words: str | None = None          # the memo's words, a str.format template of the value ({value}, or its keys)
     schema: dict[str, Any] = field(default_factory=dict)     # its JSON-schema fragment under change:
 
@@ -67,7 +68,8 @@ def registry() -> dict[str, MechanismInfo]:
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
                                tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)),
                                tuple(v.get("phases", ("decode", "prefill"))), v["class"],
-                               bool(v.get("kv_format", False)), v.get("words"), dict(v["schema"]))
+                               bool(v.get("kv_format", False)), tuple(v.get("scales", ())), v.get("words"),
+                               dict(v["schema"]))
             for key, v in _data("mechanisms.yaml").items()}
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..defaults import OUTLIER_BITS
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
-from .roofline import StepInputs, attended_tokens
+from .roofline import StepInputs, attended_tokens, by_phase
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,6 @@ class Context:
 
 # ---- cache -------------------------------------------------------------------------------------
 
-
-def kv_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
-    """KV bytes per token × m, read and stored (KV quantization, low rank)."""
-    return replace(x, kv_read_bpe=x.kv_read_bpe * m, kv_stored_bpe=x.kv_stored_bpe * m)
 
 
 def kv_quant_bytes(spec: dict[str, Any]) -> float:
@@ -143,21 +139,12 @@ def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
 # ---- attention ---------------------------------------------------------------------------------
 
 
-def attention_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
-    """FLOPs of attention × m (sparse or approximate attention)."""
-    return replace(x, attention_flops_mult=x.attention_flops_mult * m)
-
 
 def attention_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
     """Attention's matmuls in ``dtype`` (FlashAttention-3 FP8, Shah et al. 2024): the chip's peak for it. A chip
     without it keeps its rate (the evaluation warns)."""
     return replace(x, attention_peak_mult=x.attention_peak_mult * ctx.peak_ratio(dtype))
 
-
-def score_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
-    """Score traffic of eager attention × m: a fused kernel (FlashAttention) keeps S and P on chip (m = 0).
-    Workloads whose attention is already fused have none to save."""
-    return replace(x, score_bytes_mult=x.score_bytes_mult * m)
 
 
 def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
@@ -168,11 +155,6 @@ def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
 
 # ---- weights -----------------------------------------------------------------------------------
 
-
-def weight_bytes(x: StepInputs, m: float, ctx: Context) -> StepInputs:
-    """Bytes per weight × m, read and stored, every weight including LM head and embedding."""
-    return replace(x, weight_read_bpe=x.weight_read_bpe * m, weight_stored_bpe=x.weight_stored_bpe * m,
-                   head_read_bpe=x.head_read_bpe * m, head_stored_bpe=x.head_stored_bpe * m)
 
 
 def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
@@ -215,10 +197,6 @@ def hadamard(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
     ops = x.layers * float(spec.get("per_layer", 1)) * n * math.log2(n)
     return replace(x, transform_ops=x.transform_ops + ops)
 
-
-def linear_flops(x: StepInputs, m: float, ctx: Context) -> StepInputs:
-    """FLOPs of the linear layers × m (pruning without a format change)."""
-    return replace(x, linear_flops_mult=x.linear_flops_mult * m)
 
 
 def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
@@ -324,20 +302,34 @@ class Mechanism:
     apply: Callable[[StepInputs, Any, Context], StepInputs]
 
 
+def scaler(info: MechanismInfo) -> Callable[[StepInputs, Any, Context], StepInputs]:
+    """A pure multiplier (the registry's ``scales``): each step input it names × the card's value, on the
+    phases it acts on (the other phase keeps the baseline's). KV quantization as bytes per token × m, an int4
+    format as bytes per weight × 0.27, a sparse attention as its FLOPs × m."""
+    both = {"decode", "prefill"} <= set(info.phases)
+    on_decode = "decode" in info.phases
+
+    def apply(x: StepInputs, m: float, ctx: Context) -> StepInputs:
+        value, one = np.asarray(float(m)), np.asarray(1.0)
+        factor = value if both else by_phase(x.decode, lambda: value if on_decode else one,
+                                             lambda: one if on_decode else value)
+        return replace(x, **{f: getattr(x, f) * factor for f in info.scales})
+    return apply
+
+
+# The mechanisms that need arithmetic of their own; every registry entry with ``scales`` is applied by scaler.
 _FUNCTIONS: dict[str, Callable[[StepInputs, Any, Context], StepInputs]] = {
     "streaming_heads": streaming_heads, "sparse_attention": sparse_attention, "attention_dtype": attention_dtype,
-    "hadamard": hadamard,
-    "distill_to": distill_to, "kv_heads": kv_heads, "kv_latent": kv_latent, "kv_bytes": kv_bytes,
-    "kv_quant": kv_quant,
-    "kv_tokens": kv_tokens, "kv_read": kv_read, "prefix_hit": prefix_hit, "memory_waste": memory_waste,
-    "attention_flops": attention_flops, "score_bytes": score_bytes, "split_kv": split_kv,
-    "weight_bytes": weight_bytes, "weight_quant": weight_quant, "sparsity": sparsity, "compute_dtype": compute_dtype,
-    "linear_flops": linear_flops, "low_rank": low_rank, "speculative": speculative, "tp": tp, "batching": batching,
-    "dequant_ops": dequant_ops, "scheduler": scheduler,
+    "hadamard": hadamard, "distill_to": distill_to, "kv_heads": kv_heads, "kv_latent": kv_latent,
+    "kv_quant": kv_quant, "kv_tokens": kv_tokens, "kv_read": kv_read, "prefix_hit": prefix_hit,
+    "memory_waste": memory_waste, "split_kv": split_kv, "weight_quant": weight_quant, "sparsity": sparsity,
+    "compute_dtype": compute_dtype, "low_rank": low_rank, "speculative": speculative, "tp": tp,
+    "batching": batching, "dequant_ops": dequant_ops, "scheduler": scheduler,
 }
 
 # In the data's order (the model swap first, formats before their dequantization).
-REGISTRY: dict[str, Mechanism] = {key: Mechanism(info, _FUNCTIONS[key]) for key, info in registry().items()}
+REGISTRY: dict[str, Mechanism] = {key: Mechanism(info, scaler(info) if info.scales else _FUNCTIONS[key])
+                                  for key, info in registry().items()}
 
 
 def _served(model: Model) -> Callable[[Callable[[Model], float]], np.ndarray]:

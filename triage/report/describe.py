@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
 from ..inputs.registry import registry
 from ..model.mechanisms import expected_for, kv_quant_bytes, quantized_bytes_per_weight, speculative_plan
 
@@ -74,3 +76,14 @@ def _words(key: str, value: Any) -> str:
 def describe(change: dict[str, Any]) -> list[str]:
     """Each change key of a card in words, in the card's order."""
     return [_words(key, value) for key, value in change.items()]
+
+
+def mechanism_table() -> str:
+    """The docs' table of what a `change` can say (docs/claim-cards.md), from the registry alone: a new
+    mechanism appears in it with no edit (tests/test_readme.py keeps the page equal to this)."""
+    rows = ["| direction | key (`triage new`'s example) | what it changes |", "|---|---|---|"]
+    for key, info in registry().items():
+        example = yaml.safe_dump(info.example, default_flow_style=True, width=1000).strip().removesuffix("...")
+        words = str(info.schema.get("description", "")).replace("|", "\\|")
+        rows.append(f"| {' / '.join(info.directions)} | `{key}: {example.strip()}` | {words} |")
+    return "\n".join(rows)
