@@ -98,3 +98,16 @@ def test_no_change_key_is_a_silent_no_op(key, value):
     changed = [c for c in d if c["claim"]["bytes_per_step"] != c["baseline"]["bytes_per_step"]
                or c["claim"]["flops_per_step"] != c["baseline"]["flops_per_step"]]
     assert changed, f"{key} changed nothing on any cell"
+
+
+@pytest.mark.parametrize("change", [{"prefill_attention_flops": 0.5}, {"sparse_attention": {"budget": 1024,
+                                                                                          "phases": ["prefill"]}}])
+def test_a_prefill_only_kernel_leaves_the_decode_cells_kernels_as_they_were(change):
+    """A prefill-only mechanism replaces no decode kernel: its card's efficiencies (here half the baseline's) do
+    not touch a decode cell, which stays exactly 1.000x, as its does-not-act warning says."""
+    r = triage.evaluate(card(change, implementation={"compute_efficiency": 0.5, "bandwidth_efficiency": 0.5}),
+                        course_matrix(workloads=[{"name": "d", "phase": "decode", "context": 4096, "batch": 1}]),
+                        analyse=False).to_dict()
+    (c,) = r["cells"]
+    assert c["speedup"]["implementation"] == 1.0 and c["speedup"]["end_to_end"] == 1.0
+    assert any("priced unchanged" in w["message"] for w in r["warnings"])

@@ -152,18 +152,27 @@ WEIGHT_FORMATS = frozenset({"weight_bytes", "weight_quant", "sparsity"})   # wha
 KV_FORMATS = frozenset({"kv_bytes", "kv_quant"})                          # what dequantizing the KV reads
 
 
-def touched_groups(change: dict[str, object]) -> set[str]:
-    """Operator groups whose kernels the change replaces."""
+def group_phases(change: dict[str, object]) -> dict[str, set[str]]:
+    """Operator groups whose kernels the change replaces, each with the phases a mechanism replaces it in."""
     table = registry()
-    out = {g for key in change if key != "dequant_ops" for g in table[key].groups}
+    out: dict[str, set[str]] = {}
+    for key, value in change.items():
+        if key != "dequant_ops":
+            for g in table[key].groups:
+                out.setdefault(g, set()).update(acting_phases(key, value))
     ops = change.get("dequant_ops")
     if ops is not None:          # dequantization runs where a changed format is read: KV, weights or both
         spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-        if spec.get("kv") and KV_FORMATS & set(change):
-            out.add("attention")
-        if spec.get("weights") and WEIGHT_FORMATS & set(change):
-            out.add("linear")
+        for group, formats in (("attention", KV_FORMATS), ("linear", WEIGHT_FORMATS)):
+            if spec.get("kv" if group == "attention" else "weights") and formats & set(change):
+                out.setdefault(group, set()).update(
+                    *(acting_phases(k, change[k]) for k in formats & set(change)))
     return out
+
+
+def touched_groups(change: dict[str, object]) -> set[str]:
+    """Operator groups whose kernels the change replaces."""
+    return set(group_phases(change))
 
 
 def changes_format(change: dict[str, object]) -> bool:

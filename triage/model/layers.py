@@ -20,7 +20,7 @@ import numpy as np
 
 from ..defaults import CAPACITY_TP
 from ..inputs.claim import Claim
-from ..inputs.registry import carried, switchable, touched_groups
+from ..inputs.registry import carried, group_phases, switchable
 from ..inputs.specs import Model
 from . import mechanisms
 from .matrix import Matrix, compact, peak_flops, precision_bytes
@@ -320,13 +320,24 @@ def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
 Efficiencies = tuple[dict[str, Any], dict[str, Any]]       # (compute, bandwidth) per group
 
 
-def efficiencies(claim: Claim, ce: Any, be: Any) -> tuple[Efficiencies, Efficiencies]:
+def efficiencies(claim: Claim, ce: Any, be: Any, decode: np.ndarray | None = None) -> tuple[Efficiencies,
+                                                                                          Efficiencies]:
     """Baseline and claim efficiencies per group: a changed kernel runs at the card's share of the baseline
-    kernel's efficiency, never above the peak."""
-    touched = touched_groups(claim.change)
+    kernel's efficiency, never above the peak, on the phases its mechanisms act on (``decode``: the cells'
+    phase; a cell of the other phase runs the baseline's kernel, as its bytes and FLOPs say)."""
+    phases = group_phases(claim.change)
+
+    def share(card: float, g: str) -> Any:
+        acts = phases.get(g, set())
+        if not acts:
+            return 1.0
+        if decode is None or acts >= {"decode", "prefill"}:
+            return card
+        return np.where(decode, card, 1.0) if "decode" in acts else np.where(decode, 1.0, card)
+
     base = ({g: ce for g in GROUPS}, {g: be for g in GROUPS})
-    new = ({g: np.minimum(ce * (claim.compute_efficiency if g in touched else 1.0), 1.0) for g in GROUPS},
-           {g: np.minimum(be * (claim.bandwidth_efficiency if g in touched else 1.0), 1.0) for g in GROUPS})
+    new = ({g: np.minimum(ce * share(claim.compute_efficiency, g), 1.0) for g in GROUPS},
+           {g: np.minimum(be * share(claim.bandwidth_efficiency, g), 1.0) for g in GROUPS})
     return base, new
 
 
@@ -336,14 +347,16 @@ def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.
     """Where the baseline holds not one sequence and the claim fits: the baseline on the fewest GPUs
     (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Returns the baseline's
     GPUs per replica, the cells so priced, and ``base_step``, ``e2e_batch`` and its bound ``base_theo`` with
-    those cells filled (copies where any is; the arrays given, untouched, where none is)."""
+    those cells filled (a read-only view given is copied first; the arrays given come back untouched where no cell
+    spills)."""
     gpus: np.ndarray = np.broadcast_to(np.asarray(base_x.tp, dtype=float), m.batch.shape)
     spilled: np.ndarray = np.asarray(False)
     left = ~base_fits & claim_fits & (base_max < 1)
     if not left.any():
         return gpus, spilled, base_step, e2e_batch, base_theo     # nothing spills: no column to allocate
     gpus, spilled = np.array(gpus), np.zeros(m.batch.shape, dtype=bool)
-    base_step, e2e_batch, base_theo = (np.array(a, dtype=float) for a in (base_step, e2e_batch, base_theo))
+    base_step, e2e_batch, base_theo = (a if a.flags.writeable else np.array(a, dtype=float)
+                                       for a in (base_step, e2e_batch, base_theo))
     for factor in CAPACITY_TP:
         idx = np.flatnonzero(left & ~spilled)
         if not idx.size:
@@ -386,7 +399,8 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     fixed = Fixed(engine["overhead_s"], engine["layer_overhead_s"],
                   np.where(m.decode, 0.0, engine["request_overhead_s"]))
     reserve = m.column("reserve_bytes")
-    (base_ceff, base_beff), (claim_ceff, claim_beff) = efficiencies(claim, engine["compute"], engine["bandwidth"])
+    (base_ceff, base_beff), (claim_ceff, claim_beff) = efficiencies(claim, engine["compute"], engine["bandwidth"],
+                                                                    m.decode)
 
     base = baseline or _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
     spec = None
@@ -425,7 +439,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     # capacity turned into concurrency: the claim fits the batch, the baseline only a smaller one
     # the baseline's batch and step where it runs the cell: views of the cell's own until a cell differs
-    e2e_batch: np.ndarray = m.batch
+    e2e_batch: np.ndarray = np.broadcast_to(m.batch, m.batch.shape)        # read-only: never the matrix's own
     base_step: np.ndarray = np.broadcast_to(base.time_end_to_end, m.batch.shape)
     misfit = ~base.fits
     if misfit.any():
