@@ -224,17 +224,23 @@ def _retimable(claim: Claim, variant: Claim, priced: layers.Gaps | None) -> laye
 THRESHOLD_MARGIN = 0.05      # a gain within ±5 % of min_gain is a coin toss, whatever the inputs
 
 
-def marginal(m: Matrix, g: layers.Gaps, code: np.ndarray, rows: tuple[Sensitivity, ...]) -> np.ndarray:
+def marginal(m: Matrix, g: layers.Gaps, v: verdicts.Verdicts, rows: tuple[Sensitivity, ...]) -> np.ndarray:
     """Per cell: True where the verdict flips inside the card's sensitivity ranges (kernel efficiency, a
-    missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the threshold."""
+    missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the threshold — a gain decides
+    only where no rule the gain cannot move (quality, missing evidence, the stack, an unproven integration)
+    already has."""
+    code = v.code
     flips = np.zeros(len(m), dtype=bool)
     for row in rows:
         if row.input != "quality retained":          # the quality gate is its own rule, shown on its own
             flips |= row.codes != code
     gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
+    fixed = np.zeros(len(m), dtype=bool)
+    for rule in (v.quality_fail, v.evidence_missing, v.incompatible, v.unproven_integration):
+        fixed |= np.broadcast_to(rule, fixed.shape) if rule.size else False
     with np.errstate(invalid="ignore"):
         near = np.abs(gain / np.broadcast_to(m.column("min_gain"), gain.shape) - 1.0) < THRESHOLD_MARGIN
-    return flips | near
+    return flips | (near & ~fixed)
 
 
 def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | None:

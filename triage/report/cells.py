@@ -105,7 +105,7 @@ def columns(ev: Evaluation, limit: int | None = None) -> Columns:
         cols[f"speedup_range.{layer}.high"] = np.broadcast_to(high, m.batch.shape)[idx]
     cols["verdict"] = np.asarray(LABELS)[ev.verdicts.code[idx]]
     if ev.analysis is not None:
-        cols["marginal"] = marginal(m, g, ev.verdicts.code, ev.analysis.sensitivity)[idx]
+        cols["marginal"] = marginal(m, g, ev.verdicts, ev.analysis.sensitivity)[idx]
     return cols
 
 
