@@ -336,7 +336,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
     for (b, mi, hi), i in _pairs(m).items():
         block = m.blocks[b]
         where = f"{m.models[mi].label} on {m.hardware[hi].key}"
-        window = float(m.models[mi].max_context or np.inf)
+        window = m.models[mi].window
         tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
         merged = {**block.scheduler, **change}
         wrong = traffic_mod.scheduler_problem(merged)

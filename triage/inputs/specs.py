@@ -5,6 +5,7 @@ Every quantity is a float in SI base units; ``source`` says where it came from.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -114,6 +115,12 @@ class Model:
     def label(self) -> str:
         """How cells and tables name the model: its catalog key, or a config.json's model name (not its path)."""
         return self.name if is_config_path(self.key) else self.key
+
+    @property
+    def window(self) -> float:
+        """The longest context it was trained for (max_position_embeddings), in tokens; infinite where the config
+        does not say: a context above it is beyond the trained window."""
+        return float(self.max_context) if self.max_context else math.inf
 
     @property
     def is_moe(self) -> bool:

@@ -240,11 +240,11 @@ def _refuse_beyond_window(doc: Document, path: tuple[Any, ...], entry: dict[str,
     (max_position_embeddings): each such context is a problem addressed to where it was written."""
     where = path + ("context",) if "context" in entry else ("defaults", "context")
     for name in settings.models:
-        window = cat.models[name].max_context
+        window = cat.models[name].window
         for c in contexts or (settings.context,):
-            if window and c > window:
+            if c > window:
                 problems.append(doc.problem(where, (
-                    f"context {int(c):,} tokens is beyond {name}'s trained window of {window:,} "
+                    f"context {int(c):,} tokens is beyond {name}'s trained window of {int(window):,} "
                     f"(max_position_embeddings), and this workload says beyond_window: refuse")))
                 break
 

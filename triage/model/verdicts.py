@@ -105,7 +105,7 @@ def no_regret(claim: Claim) -> bool:
 
 def beyond_window(m: Matrix) -> np.ndarray:
     """Cells whose context exceeds the model's trained window (max_position_embeddings)."""
-    window = m.per_model(lambda mod: float(mod.max_context) if mod.max_context else np.inf)
+    window = m.per_model(lambda mod: mod.window)
     return np.asarray(m.context > window, dtype=bool)
 
 

@@ -52,7 +52,7 @@ _FIELDS = {
     "base_req": lambda m, g, v: g.base_request_s, "claim_req": lambda m, g, v: g.claim_request_s,
     "context": lambda m, g, v: m.context,
     "params": lambda m, g, v: m.per_model(lambda mod: mod.params),
-    "window": lambda m, g, v: m.per_model(lambda mod: float(mod.max_context or 0)),
+    "window": lambda m, g, v: m.per_model(lambda mod: mod.window),
 }
 
 
