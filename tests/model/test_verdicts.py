@@ -74,6 +74,13 @@ def test_quality_between_the_gate_and_the_band_is_conditional():
     assert any(r.startswith("quality between its gate and its band") for r in c["reasons"])
 
 
+@pytest.mark.parametrize("retained,verdict", [(0.925, "NO-GO"), (0.935, "CONDITIONAL")])
+def test_the_band_sits_at_the_vendor_checkpoints_93_percent(retained, verdict):
+    # RedHatAI Llama-3.1-8B-Instruct W4A16's worst reported evaluation, Arena-Hard 93.0 % (defaults.py)
+    c = cell(triage.evaluate(card({"kv_bytes": 0.5}, quality={"retained": retained}), course_matrix()), "B")
+    assert c["verdict"] == verdict
+
+
 def test_unreported_quality_is_conditional():
     # int8 weights on the course's workload A: 1.76x, no integration left (one GEMM kernel, offline)
     c = cell(triage.evaluate(card({"weight_bytes": 0.5}, direction="weights"), course_matrix()), "A")
