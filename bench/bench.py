@@ -93,13 +93,16 @@ def outputs(runs: int) -> None:
             "'context': [128 * (i + 1) for i in range(n // 100)], 'batch': list(range(1, 101))}}}}\n"
             "triage.evaluate({card!r}, {{**g, 'grid': {{**g['grid'], 'context': [128]}}}}).to_dict()\n"
             "t0 = time.perf_counter(); triage.evaluate({card!r}, g).to_dict(); print('T', time.perf_counter() - t0)")
-    best = {}
-    for n in (10_000, 100_000):
-        times = [float(re.search(r"T ([\d.e-]+)", _python(code.format(n=n, card=str(CARD)))[2])[1])
-                 for _ in range(runs)]
-        best[n] = statistics.median(times)
-    print(f"0. evaluate + to_dict(): 10,000 cells {best[10_000]:.3f} s, 100,000 cells {best[100_000]:.3f} s "
-          f"(x{best[100_000] / best[10_000]:.1f} for 10x the cells; medians of {runs} fresh processes)")
+    # the two sizes run in pairs, one after the other, so a drift in the machine's speed between runs (a VM's
+    # neighbours) moves both sides of a ratio alike; the ratio printed is the median of the pairs' ratios
+    times: dict[int, list[float]] = {10_000: [], 100_000: []}
+    for _ in range(runs):
+        for n in times:
+            times[n].append(float(re.search(r"T ([\d.e-]+)", _python(code.format(n=n, card=str(CARD)))[2])[1]))
+    ratios = [big / small for small, big in zip(times[10_000], times[100_000], strict=True)]
+    print(f"0. evaluate + to_dict(): 10,000 cells {statistics.median(times[10_000]):.3f} s, 100,000 cells "
+          f"{statistics.median(times[100_000]):.3f} s (x{statistics.median(ratios):.1f} for 10x the cells: the "
+          f"median of {runs} paired fresh-process ratios, range x{min(ratios):.1f}-x{max(ratios):.1f})")
 
 
 def evaluate(runs: int) -> None:
