@@ -38,6 +38,18 @@ def _pinned(f: calibrate.Fitted) -> list[str]:
     return [e.split(" is ")[0] for e in calibrate.edges(f)]
 
 
+def _range(rows: list[calibrate.Row]) -> str:
+    """The regime a chip entry's rows span (a whole generation covers both phases): cells outside it take the
+    engine's default values."""
+    phases = sorted({p for r in rows for p in (("decode", "prefill") if r.spec["phase"] == "generation"
+                                                 else (r.spec["phase"],))})
+    batch = [float(r.spec["batch"]) for r in rows]
+    context = [float(r.spec["context"]) for r in rows]
+    weights = sorted({str(r.spec["weights"]) for r in rows})
+    return (f"{{phases: [{', '.join(phases)}], batch: [{min(batch):g}, {max(batch):g}], "
+            f"context: [{min(context):g}, {max(context):g}], weights: [{', '.join(weights)}]}}")
+
+
 def _half(rows: list[calibrate.Row]) -> str:
     """The median absolute error of a fit on every other row predicting the rest."""
     train, test = rows[::2], rows[1::2]
@@ -79,7 +91,7 @@ def main() -> None:
             for hw, p in shown.items():
                 note = f"    # {len(chips[hw])} rows; fitted: {', '.join(k[:-2] for k in p.free) or 'efficiencies'}"
                 note += f"; on a bound: {', '.join(_pinned(p))}" if _pinned(p) else ""
-                lines += [note, f"    {hw}: {_values(p.params)}"]
+                lines += [note, f"    {hw}: {_values(p.params)[:-1]}, range: {_range(chips[hw])}}}"]
         files = sorted({r.spec["source"] for r in rows})
         edges = "; on a bound (the model lacks a term these rows need): " + ", ".join(_pinned(fit)) \
             if _pinned(fit) else ""

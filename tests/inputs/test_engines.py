@@ -7,6 +7,8 @@ import yaml
 import triage
 from triage.inputs import catalog
 
+from conftest import CLAIMS
+
 KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}}
 
 
@@ -90,3 +92,33 @@ def test_each_fixed_cost_is_its_own_term_of_the_json_breakdown():
         assert terms["request"] == pytest.approx(request)
         assert terms["kernels"] + terms["communication"] == pytest.approx(t["implementation"])
         assert t["end_to_end"] == pytest.approx(t["implementation"] + 0.0026 + request)
+
+
+@pytest.mark.parametrize("batch,weights,launch_ms,warned", [
+    (64, "fp8", 0.324, False),        # inside the h200 entry's rows: batch 64-1024, 128-2,048 tokens, fp8
+    (1, "fp8", 0.185, True),          # batch 1: below every row it was fitted on
+    (64, "fp16", 0.185, True)])       # fp16 weights: none of its rows
+def test_a_chip_entry_is_used_only_inside_the_range_its_rows_span(batch, weights, launch_ms, warned):
+    """TensorRT-LLM's h200 entry (324 µs per layer, engines.yaml) was fitted on six fp8 rows at batch 64-1024;
+    issue 23 measured it making a batch-1 TTFT +109 %. Outside its range a cell takes the profile's default
+    (185 µs per layer): Llama 2 7B's 32 layers launch 32 x 0.324 ms = 10.368 ms inside, 32 x 0.185 ms = 5.92 ms
+    outside, and the memo says which cells fell outside."""
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "h200", "engine": "tensorrt-llm",
+                      "precision": {"weights": weights}},
+         "workloads": [{"name": "trt", "phase": "decode", "context": 1024, "batch": batch}]}
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert d["cells"][0]["baseline"]["step_terms_s"]["launch"] == pytest.approx(32 * launch_ms * 1e-3)
+    warning = [x["message"] for x in d["warnings"] if x["code"] == "profile-range"]
+    assert bool(warning) == warned
+    if warned:
+        assert warning[0].startswith("the tensorrt-llm profile's h200 entry was fitted on decode and prefill steps "
+                                     "at batch 64–1,024, 128–2,048 tokens, fp8 weights: 1 cell(s) of trt lie outside")
+
+
+def test_a_range_under_a_profiles_default_is_refused(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("engines:\n  mine:\n    default: {bandwidth: 0.8, range: {batch: [1, 8]}}\n"
+                 "defaults: {model: llama-2-7b, hardware: h100-sxm, engine: mine}\n"
+                 "workloads: [{name: w, phase: decode, context: 1024, batch: 1}]\n")
+    with pytest.raises(triage.UserError, match="a range belongs to a per-chip entry"):
+        triage.evaluate(CLAIMS / "kv2x.yaml", f, analyse=False)

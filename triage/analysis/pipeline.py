@@ -179,6 +179,16 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         found.append({"code": "beyond-window", "message": (
             "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)
             + " — the model was not trained for that context; its quality there is unknown")})
+    for (b, h), mask in layers.outside_fit(m).items():
+        block, chip = m.blocks[b], m.hardware[h].key
+        assert block.engine is not None
+        r = block.engine.ranges[chip]
+        found.append({"code": "profile-range", "message": (
+            f"the {block.engine.key} profile's {chip} entry was fitted on {' and '.join(r.phases)} steps at batch "
+            f"{r.batch[0]:,.0f}–{r.batch[1]:,.0f}, {r.context[0]:,.0f}–{r.context[1]:,.0f} tokens"
+            + (f", {'/'.join(r.weights)} weights" if r.weights else "")
+            + f": {int(mask.sum()):,} cell(s) of {block.name} lie outside it and are priced with the profile's "
+              f"default values")})
     missed = unsimulated(claim.change)
     if missed and served:
         simulated = ", ".join(dict.fromkeys(m.blocks[b].name for b, _, _ in served))

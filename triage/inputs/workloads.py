@@ -56,15 +56,16 @@ class Settings:
     domain: str | None                # what the requests are (chat, code …): speculative acceptance differs
     beyond_window: str                # a context past the model's trained window: "warn" or "refuse"
 
-    def engine_values(self, hardware: str) -> dict[str, float]:
+    def engine_values(self, hardware: str, fitted: bool = True) -> dict[str, float]:
         """Bandwidth and compute efficiency and the fixed costs on a chip: the workload's own where it gives
-        them, else its engine profile's for that chip, else the shipped defaults."""
+        them, else its engine profile's for that chip (its default where ``fitted`` is False: a cell outside the
+        chip entry's range), else the shipped defaults."""
         own = {"bandwidth": self.bandwidth_efficiency, "compute": self.compute_efficiency,
                "overhead_s": self.overhead_s, "request_overhead_s": self.request_overhead_s,
                "layer_overhead_s": self.layer_overhead_s}
         if self.engine is None:
             return own
-        profile = self.engine.values(hardware)
+        profile = self.engine.values(hardware, fitted)
         out = {k: own[k] if k in self.explicit else profile.get(k, own[k]) for k in own}
         # a calibrated profile's standard errors travel with the values taken from it
         out.update({f"{k}_se": profile[f"{k}_se"] for k in own if k not in self.explicit and f"{k}_se" in profile})

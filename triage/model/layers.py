@@ -298,16 +298,43 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     return ratio
 
 
+def outside_fit(m: Matrix) -> dict[tuple[int, int], np.ndarray]:
+    """Per (block, chip) whose engine profile has an entry for the chip stating the regime its rows span
+    (phases, batch, context, weight formats): the cells outside it, which take the profile's default values
+    rather than an entry fitted on other steps (the evaluation warns)."""
+    out: dict[tuple[int, int], np.ndarray] = {}
+    for b, s in enumerate(m.blocks):
+        for h, hw in enumerate(m.hardware):
+            r = s.engine.ranges.get(hw.key) if s.engine is not None else None
+            if r is None:
+                continue
+            ok = (np.where(m.decode, "decode" in r.phases, "prefill" in r.phases)
+                  & (m.batch >= r.batch[0]) & (m.batch <= r.batch[1])
+                  & (m.context >= r.context[0]) & (m.context <= r.context[1]))
+            if not r.covers_weights(s.precision["weights"]):
+                ok = np.zeros(m.batch.shape, dtype=bool)
+            mask = (m.block_idx == b) & (m.hardware_idx == h) & ~ok
+            if mask.any():
+                out[(b, h)] = mask
+    return out
+
+
 def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
     """Per cell: the workload's own efficiencies and fixed costs, else its engine profile's for the cell's chip
-    (``shift``: that many standard errors of a calibrated profile, toward faster (+) or slower (-) kernels)."""
+    where the cell lies in that entry's fitted range, else the profile's default (``shift``: that many standard
+    errors of a calibrated profile, toward faster (+) or slower (-) kernels)."""
     values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
+    misses = outside_fit(m)
+
+    def shifted(v: dict[str, float], key: str, sign: float) -> float:
+        return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
 
     def value(key: str, sign: float) -> np.ndarray:
-        def one(s: Any, h: Any) -> float:
-            v = values[(id(s), h.key)]
-            return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
-        return m.per_block_hardware(one)
+        column = m.per_block_hardware(lambda s, h: shifted(values[(id(s), h.key)], key, sign))
+        for (b, h), mask in misses.items():
+            default = m.blocks[b].engine_values(m.hardware[h].key, fitted=False)
+            column = np.where(mask, shifted(default, key, sign), column)
+        return column
 
     out = {"bandwidth": np.clip(value("bandwidth", 1.0), 0.01, 1.0),
            "compute": np.clip(value("compute", 1.0), 0.01, 1.0)}

@@ -3,6 +3,7 @@ YAML entries, shipped or user-written, into specs."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -149,6 +150,22 @@ FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead")    # per step, 
 
 
 @dataclass(frozen=True)
+class FittedRange:
+    """The regime a per-chip entry's rows span: a cell outside it takes the profile's default values."""
+
+    phases: tuple[str, ...]
+    batch: tuple[float, float]
+    context: tuple[float, float]
+    weights: tuple[str, ...]                  # empty: any
+
+    def covers_weights(self, fmt: str) -> bool:
+        """Whether the rows' weight formats include ``fmt`` (bf16 and fp16 are one format: same bytes, same
+        kernels' speed)."""
+        same = {"bf16": "fp16"}
+        return not self.weights or same.get(fmt, fmt) in {same.get(w, w) for w in self.weights}
+
+
+@dataclass(frozen=True)
 class Engine:
     """An engine profile: achieved efficiencies and per-step overhead, by default and per chip."""
 
@@ -158,10 +175,12 @@ class Engine:
     description: str = ""
     source: str = ""
     file: str = ""                            # the file it was read from (the shipped catalog, a profile file)
+    ranges: dict[str, FittedRange] = field(default_factory=dict)     # per chip, where the entry states one
 
-    def values(self, hardware: str) -> dict[str, float]:
-        """The profile's values for a chip: its own where fitted, else the profile's default."""
-        return {**self.default, **self.hardware.get(hardware, {})}
+    def values(self, hardware: str, fitted: bool = True) -> dict[str, float]:
+        """The profile's values for a chip: its own where fitted (and ``fitted``: the cell lies in the entry's
+        range), else the profile's default."""
+        return {**self.default, **(self.hardware.get(hardware, {}) if fitted else {})}
 
 
 def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[Problem]) -> Engine:
@@ -183,9 +202,22 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
                                               allow_zero=True)
         return out
 
+    if "range" in entry["default"]:
+        problems.append(doc.problem(path + ("default", "range"), "a range belongs to a per-chip entry (the regime "
+                                                                 "its rows span); the default covers every cell"))
+
+    def fitted(raw: dict[str, Any]) -> FittedRange:
+        r = raw["range"]
+        return FittedRange(tuple(r.get("phases", ("decode", "prefill"))),
+                           (float(r["batch"][0]), float(r["batch"][1])) if "batch" in r else (1.0, math.inf),
+                           (float(r["context"][0]), float(r["context"][1])) if "context" in r else (1.0, math.inf),
+                           tuple(r.get("weights", ())))
+
+    chips = entry.get("hardware", {})
     return Engine(key, values(("default",), entry["default"]),
-                  {hw: values(("hardware", hw), v) for hw, v in entry.get("hardware", {}).items()},
-                  entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"), doc.file)
+                  {hw: values(("hardware", hw), v) for hw, v in chips.items()},
+                  entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"), doc.file,
+                  {hw: fitted(v) for hw, v in chips.items() if "range" in v})
 
 
 @dataclass(frozen=True)
