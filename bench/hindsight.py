@@ -37,6 +37,7 @@ from triage.analysis import pipeline  # noqa: E402
 from triage.errors import UserError  # noqa: E402
 from triage.inputs import catalog  # noqa: E402
 from triage.inputs.claim import Claim  # noqa: E402
+from triage.report.rules import rule_words  # noqa: E402
 
 HERE = ROOT / "bench" / "hindsight"
 MIX = HERE / "llama-3-8b-h100-mix.yaml"
@@ -74,7 +75,7 @@ def decide(claim: Claim, workloads: object = None) -> tuple[str, str, bool]:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = ev.gaps.base_request_s / ev.gaps.claim_request_s
     moves = not (ev.warnings and np.all(np.abs(ratio[np.isfinite(ratio)] - 1.0) < 1e-9))
-    return ev.decision.verdict, ev.decision.rule, moves
+    return ev.decision.verdict, rule_words(ev.decision.rule), moves
 
 
 def one(**change: object) -> dict:

@@ -194,3 +194,21 @@ def test_speculation_on_a_serving_workload_is_a_visible_warning_not_a_quiet_one(
     assert w["message"].startswith("speculative is not modelled by the serving simulation")
     assert "serve-conv" in w["message"]
     assert not any(w["code"] == "serving-unpriced" for w in decide("kv2x.yaml")["warnings"])
+
+
+def test_the_decision_names_its_rule_by_code_and_only_the_report_words_it():
+    """analysis/decision.py returns a rule code and the numbers its words need; report/rules.py words every
+    code (issue 22: words only in report/)."""
+    import inspect
+
+    from triage.analysis import decision
+    from triage.report.rules import rule_words
+
+    words = {code: rule_words(decision.Rule(code, 1.1)) for code in decision.RULES}
+    assert all(words.values())
+    assert words["no_gain"] == "no workload gains 1.10x or more"
+    assert rule_words(decision.Rule("no_regret", tolerated=True, engine_kernel=True)) == (
+        "no regret: exact (quality retained 1.0) and no workload slower (a simulated one within the serving "
+        "simulation's ±2 % counted as unchanged), its kernel shipped in an engine: any gain pays")
+    source = inspect.getsource(decision)
+    assert all(w not in source for w in words.values())        # none of the sentences is written there

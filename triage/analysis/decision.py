@@ -1,4 +1,5 @@
-"""The overall decision across the matrix's traffic, as numbers (the report words it)."""
+"""The overall decision across the matrix's traffic, as numbers and the code of the rule that decided it (the
+report words it: report/rules.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,25 @@ from ..inputs.claim import Claim
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import LABELS, Verdicts, simulated
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The decision rule that decided (a code of RULES) and what its words need to state."""
+
+    code: str
+    min_gain: float = 0.0                 # the threshold it compared against
+    tolerated: bool = False               # no regret: a simulated workload within the tolerance counted unchanged
+    engine_kernel: bool = False           # no regret: the kernel ships in an engine
+
+
+# Every rule, first that matches wins (report/rules.py words each): the stack serves too few requests, nothing
+# pays and a blocker names why (Verdicts attributes), no gain anywhere, no regret, the threshold cleared, below it
+# (nothing pays / some workloads pay), some workload slower, conditions stated per workload.
+BLOCKERS = ("incompatible", "quality_fail", "evidence_missing", "incumbent_low", "unproven_integration",
+            "theory_low")
+RULES = ("none_served", "stack", *BLOCKERS, "no_gain", "no_regret", "clears", "below", "below_some_pay",
+         "regresses", "conditions")
 
 
 @dataclass(frozen=True)
@@ -32,7 +52,7 @@ class Decision:
     gpu_seconds_per_request_claim: float | None = None
     share_only_claim_serves: float = 0.0
     share_claim_cannot_serve: float = 0.0
-    rule: str = ""
+    rule: Rule = Rule("conditions")
     incumbent: str | None = None                  # the shipped alternative the class is measured against
     weighted_over_incumbent: float | None = None  # the fleet gain over it (GPU-time over GPU-time)
 
@@ -44,26 +64,16 @@ def fleet_gain(base_s: np.ndarray, claim_s: np.ndarray, share: np.ndarray) -> tu
     return (base / claim if ok.any() and claim > 0 else None), base, claim
 
 
-# Why no workload can take the claim, most decisive first: (what the cells say, the rule's words).
-_BLOCKERS = (("incompatible", "the method cannot run in the stack that serves the requests"),
-             ("quality_fail", "quality beyond its kind's band on every workload it could serve"),
-             ("evidence_missing", "evidence the method class needs is missing (see the workloads' reasons)"),
-             ("incumbent_low", "the shipped alternative gets within the threshold of it on every workload"),
-             ("unproven_integration", "every attention backend would have to read a format whose quality no figure "
-                                      "states"),
-             ("theory_low", "the bound is below the threshold on every workload"))
-
-
 def _mask(a: np.ndarray, m: Matrix) -> np.ndarray:
     return a if a.size else np.zeros(m.share.shape, dtype=bool)
 
 
 def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, shares: dict[str, float],
-          over_incumbent: float | None, incumbent_s: np.ndarray | None) -> tuple[str, str]:
+          over_incumbent: float | None, incumbent_s: np.ndarray | None) -> tuple[str, Rule]:
     """(verdict, the rule that decided it), first matching rule wins (README: decision rules). The decision
     follows from the cells: GO needs GO cells, NO-GO has none that pay."""
     if gain is None:
-        return "NO-GO", "no workload both sides can serve"
+        return "NO-GO", Rule("none_served")
     column = m.column("min_gain")
     min_gain = float(column) if column.ndim == 0 else float(np.average(column, weights=m.share))
     both = np.isfinite(g.base_request_s) & np.isfinite(g.claim_request_s)
@@ -86,20 +96,18 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
     regress = bool(np.any(paired < 1.0 - REGRESSION_TOLERANCE))
     paying = shares["GO"] + shares["CONDITIONAL"]
     if v.incompatible.size and float(m.share[v.incompatible].sum()) >= 0.5:
-        return "NO-GO", "the method cannot run in the stack that serves most of the requests"
+        return "NO-GO", Rule("stack")
     if paying <= 0:
-        for name, words in _BLOCKERS:
+        for name in BLOCKERS:
             mask = getattr(v, name)
             if mask.size and float(m.share[mask & (v.code != 3)].sum()) > 0:
-                return "NO-GO", words
-        return "NO-GO", f"no workload gains {min_gain:.2f}x or more"
+                return "NO-GO", Rule(name)
+        return "NO-GO", Rule("no_gain", min_gain)
     exact = claim.exact and not np.any(np.isfinite(v.measured_quality) & v.quality_fail)
     bar = over_incumbent if over_incumbent is not None else gain
     if exact and never_slower and shares["GO"] > 0 and shares["CONDITIONAL"] == 0 and (resolved or 0.0) > 1.0:
-        return "GO", ("no regret: exact (quality retained 1.0) and no workload slower" + (
-            f" (a simulated one within the serving simulation's ±{REGRESSION_TOLERANCE * 100:g} % counted as "
-            f"unchanged)" if np.any(within & (ratio < 1.0)) else "") + (
-            ", its kernel shipped in an engine: any gain pays" if claim.kernel_in == "engine" else ""))
+        return "GO", Rule("no_regret", tolerated=bool(np.any(within & (ratio < 1.0))),
+                          engine_kernel=claim.kernel_in == "engine")
     # an optional feature switched off where it does not pay leaves those workloads as they were; a NO-GO cell
     # that only gains too little is no blocker once the fleet clears the threshold, a quality, evidence or
     # stack failure is
@@ -109,20 +117,18 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
                          | _mask(v.unproven_integration, m)].sum())
     if shares["GO"] > 0 and conditional_on == 0 and shares["DOES-NOT-FIT"] == 0 and hard == 0 \
             and bar >= min_gain and not regress:
-        return "GO", f"the fleet gain clears the {min_gain:.2f}x threshold, no workload regresses and none has a " \
-                     f"condition left"
+        return "GO", Rule("clears", min_gain)
     if bar < min_gain:
         # workloads that pay in the fleet's own currency (GPU-time per request), not only in latency
         with np.errstate(invalid="ignore", divide="ignore"):
             own = (g.base_request_s if incumbent_s is None else incumbent_s) / g.claim_request_s
         pays = (v.code <= 1) & (np.nan_to_num(own) >= min_gain)
         if not pays.any():
-            return "NO-GO", f"the fleet gain is below the {min_gain:.2f}x threshold"
-        return "CONDITIONAL", (f"the fleet gain is below the {min_gain:.2f}x threshold, but some workloads pay: "
-                               f"enable it where they run")
+            return "NO-GO", Rule("below", min_gain)
+        return "CONDITIONAL", Rule("below_some_pay", min_gain)
     if regress:
-        return "CONDITIONAL", "the fleet gains, but some workload is slower: enable it per workload"
-    return "CONDITIONAL", "the fleet gains, on conditions stated per workload"
+        return "CONDITIONAL", Rule("regresses")
+    return "CONDITIONAL", Rule("conditions")
 
 
 def decide(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, incumbent: str | None = None,

@@ -17,6 +17,7 @@ from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
 from ..model.quality import QualityStanding
 from ..model.verdicts import Verdicts, conflicts, simulated
+from .rules import rule_words
 
 
 def _incumbent_name(claim: Claim) -> str:
@@ -252,7 +253,7 @@ def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts, integration: str) -> 
 
 def decision_reasons(d: Decision, claim: Claim) -> list[str]:
     """Why the decision is what it is: the traffic each verdict carries, the rule, the reproduction cost."""
-    why = [f"{d.verdict} by the rule: {d.rule}"]
+    why = [f"{d.verdict} by the rule: {rule_words(d.rule)}"]
     if d.incumbent is not None and d.weighted_over_incumbent is not None:
         why.append(f"over the shipped alternative ({d.incumbent}) the fleet gains "
                    f"{fmt_ratio(d.weighted_over_incumbent)}"

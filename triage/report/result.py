@@ -24,6 +24,7 @@ from . import plan
 from .directions import DIRECTIONS
 from .reasons import decision_reasons
 from .regions import analysis_dict
+from .rules import rule_words
 
 JSON_VERSION = 1
 
@@ -58,7 +59,8 @@ class Result:
         d = self.evaluation.decision
         saved = (None if d.gpu_seconds_per_request_baseline is None or d.gpu_seconds_per_request_claim is None
                  else (d.gpu_seconds_per_request_baseline - d.gpu_seconds_per_request_claim) * 1e6 / 3600.0)
-        return {"verdict": d.verdict, "rule": d.rule, "shares": d.shares, "share_is": "fraction of requests",
+        return {"verdict": d.verdict, "rule": rule_words(d.rule), "shares": d.shares,
+                "share_is": "fraction of requests",
                 "weighted_speedup": {"theoretical": d.weighted_theoretical, "end_to_end": d.weighted_end_to_end},
                 "gpu_seconds_per_request": {"baseline": d.gpu_seconds_per_request_baseline,
                                             "claim": d.gpu_seconds_per_request_claim},

@@ -3,6 +3,7 @@ that table equal to this one); the thresholds are read from defaults.py, so the 
 
 from __future__ import annotations
 
+from ..analysis.decision import RULES, Rule
 from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE, REGRESSION_TOLERANCE
 
 _PPL_GATE, _PPL_BAND = f"+{PERPLEXITY_GATE * 100:g} %", f"+{PERPLEXITY_BAND * 100:g} %"
@@ -62,6 +63,39 @@ DECISION_RULES: tuple[str, ...] = (
     "it where they run\"), else **NO-GO**;",
     "otherwise **CONDITIONAL**: the fleet gains on conditions stated per workload, or some workload regresses.",
 )
+
+
+# The words of each decision rule (analysis/decision.py RULES): the memo's "… by the rule: …" and the JSON's
+# decision.rule.
+_WORDS = {
+    "none_served": "no workload both sides can serve",
+    "stack": "the method cannot run in the stack that serves most of the requests",
+    "incompatible": "the method cannot run in the stack that serves the requests",
+    "quality_fail": "quality beyond its kind's band on every workload it could serve",
+    "evidence_missing": "evidence the method class needs is missing (see the workloads' reasons)",
+    "incumbent_low": "the shipped alternative gets within the threshold of it on every workload",
+    "unproven_integration": "every attention backend would have to read a format whose quality no figure states",
+    "theory_low": "the bound is below the threshold on every workload",
+    "no_gain": "no workload gains {min_gain:.2f}x or more",
+    "clears": "the fleet gain clears the {min_gain:.2f}x threshold, no workload regresses and none has a condition "
+              "left",
+    "below": "the fleet gain is below the {min_gain:.2f}x threshold",
+    "below_some_pay": "the fleet gain is below the {min_gain:.2f}x threshold, but some workloads pay: enable it "
+                      "where they run",
+    "regresses": "the fleet gains, but some workload is slower: enable it per workload",
+    "conditions": "the fleet gains, on conditions stated per workload",
+}
+assert set(_WORDS) == set(RULES) - {"no_regret"}
+
+
+def rule_words(rule: Rule) -> str:
+    """The decision rule in words, with the numbers it compared."""
+    if rule.code == "no_regret":
+        return ("no regret: exact (quality retained 1.0) and no workload slower"
+                + (f" (a simulated one within the serving simulation's ±{REGRESSION_TOLERANCE * 100:g} % counted "
+                   f"as unchanged)" if rule.tolerated else "")
+                + (", its kernel shipped in an engine: any gain pays" if rule.engine_kernel else ""))
+    return _WORDS[rule.code].format(min_gain=rule.min_gain)
 
 
 def markdown() -> str:
