@@ -2,6 +2,8 @@
 
 import pytest
 
+import triage
+
 from triage.inputs import catalog
 from triage.io.resources import catalog_file
 from triage.io.yamlio import load_file
@@ -61,13 +63,32 @@ def test_params_without_vocab_are_all_read_per_step():
 
 
 @pytest.mark.parametrize("key", ["a100-80gb", "a100-40gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s",
-                                 "rtx-4090", "mi300x"])
+                                 "rtx-4090", "mi300x", "gh200", "gb200", "mi325x"])
 def test_required_hardware_present_with_sources(key):
     hw = CAT.hardware[key]
     assert hw.memory_bytes > 16 * 2**30 and hw.bandwidth_bytes_per_s > 5e11
     for field in ("memory", "bandwidth", "compute"):
         assert hw.source.get(field), f"{key} has no source for {field}"
     assert hw.interconnect_bytes_per_s and hw.interconnect_kind
+
+
+def test_gh200_gb200_and_mi325x_from_their_datasheets():
+    """Issue 24's systems, each number as its datasheet prints it (dense): GH200 144GB HBM3e at 4.9 TB/s and
+    990 TFLOPS BF16; GB200 per GPU 372 GB / 2 = 186 GB, 8 TB/s, FP4 1,440 PFLOPS sparse / 72 GPUs / 2 = 10 PFLOPS;
+    MI325X 8 stacks x 32 GiB = 256 GiB, 6.0 TB/s, FP16 1,307.4 TFLOPS dense (2,614.9 with sparsity)."""
+    gh, gb, mi = (CAT.hardware[k] for k in ("gh200", "gb200", "mi325x"))
+    assert (gh.memory_bytes, gh.bandwidth_bytes_per_s, gh.peak("bf16")) == (144e9, 4.9e12, 990e12)
+    assert (gb.memory_bytes, gb.bandwidth_bytes_per_s, gb.peak("fp4")) == (186e9, 8e12, 10e15)
+    assert (mi.memory_bytes, mi.bandwidth_bytes_per_s, mi.peak("fp16")) == (256 * 2**30, 6e12, 1307.4e12)
+    # a Llama 2 7B decode step at batch 1 reads its 6.738e9 weights x 2 B = 13.477 GB less the embedding table it
+    # only looks up (32,000 x 4,096 x 2 B = 0.262 GB), plus 4,096 tokens x 524,288 B of KV = 2.147 GB: 15.36 GB,
+    # on the GB200 15.36 GB / 8 TB/s = 1.92 ms at the bound
+    d = triage.evaluate({"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}},
+                        {"defaults": {"model": "llama-2-7b", "hardware": "gb200"},
+                         "workloads": [{"name": "w", "phase": "decode", "context": 4096, "batch": 1}]},
+                        analyse=False).to_dict()["cells"][0]["baseline"]
+    assert d["time_s"]["theoretical"] == pytest.approx(d["bytes_per_step"] / 8e12)
+    assert d["bytes_per_step"] == pytest.approx(13.477e9 - 0.262e9 + 2.147e9, rel=0.001)
 
 
 def test_capacities_are_exact_bytes():
