@@ -259,3 +259,20 @@ def test_a_near_empty_moe_system_serves_each_request_at_the_step_times():
     side = serving.Side(_cost(ev), Scheduler(), tp=2)
     r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
     assert r["tpot_s"]["p50"] == pytest.approx(float(ev.gaps.base.time_end_to_end[0]), rel=0.01)
+
+
+def test_mixtral_on_eight_h100s_serves_its_kv_room_at_a_tpot_under_200_ms():
+    """Issue 24: Mixtral-8x7B served on 8 H100 SXM (tp 8) past saturation keeps TPOT under 200 ms at the batch its
+    KV room allows (the old fit priced 9-33 s). By hand: 8 x 81,559 MiB = 684.17 GB, less 8 x 1 GiB reserve and
+    46.7e9 weights x 2 B = 93.4 GB, leaves 582.2 GB = 4.44M tokens at 32 layers x 8 KV heads x 128 x 2 x 2 B =
+    131,072 B a token: 3,470 requests of 1,280 tokens, so the engine's 1,024 sequences bind first. A step at that
+    batch reads every expert: 93.4 GB / 8 GPUs / (3.35 TB/s x 0.85) = 4.1 ms at least."""
+    ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 8},
+                              "workloads": [{"name": "d", "phase": "decode", "context": 1280, "batch": 1}]},
+                         analyse=False).evaluation
+    side = serving.Side(_cost(ev), Scheduler(max_seqs=1024, max_batched_tokens=8192), tp=8)
+    assert side.cost.kv_tokens == pytest.approx((8 * 81559 * 2**20 - 8 * 2**30 - 46.7e9 * 2) / 131072, rel=0.005)
+    r = side.run(_traffic(rates=(400.0,), requests=3000, prompt=Lengths("fixed", 1024),
+                          output=Lengths("fixed", 256)), 400.0)
+    assert 600 <= r["mean_batch"] <= 1024
+    assert 93.4e9 / 8 / (3.35e12 * 0.85) <= r["tpot_s"]["p50"] <= r["tpot_s"]["p99"] < 0.200
