@@ -83,3 +83,13 @@ def test_the_reported_number_cannot_be_an_assumption(tmp_path):
 def test_a_word_of_hex_letters_is_not_a_commit(tmp_path):
     ev = {**FULL, "claim.speedup": {"quote": "1.5x", "where": "the effaced table"}}
     assert validate(tmp_path, {**CARD, "evidence": ev}, "--strict").exit_code == 1
+
+
+def test_one_quote_of_a_table_stands_for_every_figure_read_from_it(tmp_path):
+    figures = [{"kind": "accuracy", "task": t, "model": "llama-2-7b", "baseline": b, "claim": c}
+               for t, b, c in (("qasper", 9.52, 9.31), ("qmsum", 21.28, 20.50))]
+    card = {**CARD, "quality": {"retained": 0.99, "figures": figures}}
+    res = validate(tmp_path, {**card, "evidence": FULL}, "--strict")
+    assert res.exit_code == 1 and "quality.figures.0" in res.output and "quality.figures.1" in res.output
+    table = {"quote": "| 16bit | 9.52 | 21.28 |\n| KIVI-2 | 9.31 | 20.50 |", "where": "Table 4, arXiv 2402.02750v2"}
+    assert validate(tmp_path, {**card, "evidence": {**FULL, "quality.figures": table}}, "--strict").exit_code == 0

@@ -173,8 +173,10 @@ def strict(doc: Document) -> list[Problem]:
     needed += [("implementation", k) for k in IMPLEMENTATION_EVIDENCE if k in data.get("implementation", {})]
     problems = []
     for path in needed:
-        # a setting's keys each need their own; a change's composite value may carry one for all its fields
-        keys = {".".join(path[:i]) for i in range(2 if path[0] == "change" else 3, len(path) + 1)} | {".".join(path)}
+        # a setting's keys each need their own; a change's composite value may carry one for all its fields, and
+        # one quote of a table (evidence.quality.figures) may stand for every figure read from it
+        shared = path[0] == "change" or path[:2] == ("quality", "figures")
+        keys = {".".join(path[:i]) for i in range(2 if shared else 3, len(path) + 1)} | {".".join(path)}
         if not keys & set(evidence):
             problems.append(doc.problem(path, f"no evidence: give evidence.{'.'.join(path)}: {{quote, where}} "
                                               f"from the paper (--strict)"))
