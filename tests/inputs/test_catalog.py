@@ -3,7 +3,6 @@
 import pytest
 
 import triage
-
 from triage.inputs import catalog
 from triage.io.resources import catalog_file
 from triage.io.yamlio import load_file
