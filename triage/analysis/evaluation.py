@@ -12,6 +12,7 @@ from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
 from .decision import Decision
+from .notices import Notice
 from .regions import Analysis
 
 
@@ -31,7 +32,7 @@ class Evaluation:
     measured: dict[str, Any] = field(default_factory=dict)    # filled by measured.apply
     baseline: dict[str, Any] = field(default_factory=dict)    # --baseline paper: the setting keys applied
     current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
-    warnings: tuple[dict[str, str], ...] = ()                 # mechanisms that cannot act somewhere (noops)
+    warnings: tuple[Notice, ...] = ()                         # what the memo must say beside the numbers
     # a calibrated engine profile's uncertainty: the gains with its values one standard error slower and faster
     # (layer -> (low, high) arrays); empty without one
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)

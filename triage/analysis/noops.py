@@ -1,4 +1,4 @@
-"""Mechanisms that cannot act where they are priced, as warnings: never a quiet 1.00× (a dtype the chip
+"""Mechanisms that cannot act where they are priced, as notices: never a quiet 1.00× (a dtype the chip
 lacks, a mechanism on a phase it does not touch, a workload where the change moves nothing)."""
 
 from __future__ import annotations
@@ -10,20 +10,16 @@ import numpy as np
 
 from ..inputs.registry import acting_phases
 from ..inputs.specs import Hardware
+from .notices import Notice
 
-# change keys that name a dtype, and what would run in it ("the ... there keep(s) the workload's rate")
-DTYPE_KEYS = {"compute_dtype": "linear layers there keep", "attention_dtype": "attention there keeps"}
+DTYPE_KEYS = ("compute_dtype", "attention_dtype")       # change keys that name a dtype
 SAME = 1e-9          # a ratio this close to 1 is no change
 
 
-def _names(names: list[str]) -> str:
-    return ", ".join(names[:6]) + (" …" if len(names) > 6 else "")
-
-
 def warnings(change: dict[str, Any], hardware: Iterable[Hardware], workloads: Iterable[tuple[str, str]],
-             domains: Iterable[str | None] | None = ()) -> list[dict[str, str]]:
-    """[{code, message}] for ``change`` priced on ``hardware`` over (workload name, phase) pairs whose requests
-    are of ``domains`` (None: not checked, as for the paper's one setting)."""
+             domains: Iterable[str | None] | None = ()) -> list[Notice]:
+    """Notices for ``change`` priced on ``hardware`` over (workload name, phase) pairs whose requests are of
+    ``domains`` (None: not checked, as for the paper's one setting)."""
     out = []
     chips = list(hardware)
     workloads = list(workloads)
@@ -31,43 +27,38 @@ def warnings(change: dict[str, Any], hardware: Iterable[Hardware], workloads: It
     by_domain = spec.get("by_domain", {}) if isinstance(spec, dict) else {}
     unused = sorted(set(by_domain) - set(domains)) if domains is not None else []
     if unused:
-        out.append({"code": "domain-unused", "message": (
-            f"speculative.by_domain gives {', '.join(unused)}, which no workload states (workloads: domain:): "
-            f"{'they are' if len(unused) > 1 else 'it is'} not priced; every workload gets the card's default")})
-    for key, operators in DTYPE_KEYS.items():
+        out.append(Notice("domain-unused", tuple(unused)))
+    for key in DTYPE_KEYS:
         dtype = change.get(key)
         lacking = sorted({h.key for h in chips if dtype and not h.has_peak(dtype)})
         if lacking:
-            out.append({"code": "dtype-missing", "message": (
-                f"{key} {dtype}: {', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no dense {dtype} "
-                f"peak, so the {operators} the workload's rate (no gain from the dtype)")})
+            out.append(Notice("dtype-missing", tuple(lacking), key, str(dtype)))
     for key, value in change.items():
         phases = acting_phases(key, value)
         idle = list(dict.fromkeys(name for name, phase in workloads if phase not in phases))
         if idle:
-            alone = len(change) == 1
-            out.append({"code": "phase-untouched", "message": (
-                f"{key} acts at {' and '.join(sorted(phases))} only: {_names(idle)} "
-                f"{'is' if len(idle) == 1 else 'are'} priced " + ("unchanged (1.00×)" if alone else "without it"))})
+            out.append(Notice("phase-untouched", tuple(idle), key, phases=tuple(sorted(phases)),
+                              alone=len(change) == 1))
     return out
 
 
-def _hint(change: dict[str, Any], settings: Any, context: float) -> str:
-    """Why a change moves nothing on a workload, where the reason is known."""
+def _hint(change: dict[str, Any], settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:
+    """Why a change moves nothing on a workload, where the reason is known: (a code of notices.HINTS, the value
+    its words name, the numbers they state)."""
     if "score_bytes" in change and settings.attention != "eager":
-        return f"its attention is already {settings.attention}: no score traffic to save"
+        return "already-fused", settings.attention, ()
     if "split_kv" in change and settings.attention == "split":
-        return "its decode attention already splits the KV"
+        return "already-split", "", ()
     if change.get("compute_dtype") == settings.precision["compute"]:
-        return f"it already computes in {settings.precision['compute']}"
+        return "same-dtype", settings.precision["compute"], ()
     sparse = change.get("sparse_attention")
     if isinstance(sparse, dict) and sparse["budget"] >= context:
-        return f"the budget of {sparse['budget']:,} keys covers its {context:,.0f}-token context"
-    return "its bytes, FLOPs and kernels are the same with the change"
+        return "budget-covers", "", (float(sparse["budget"]), context)
+    return "same-step", "", ()
 
 
 def no_effect(change: dict[str, Any], blocks: tuple[Any, ...], block_idx: np.ndarray, context: np.ndarray,
-              ratios: tuple[np.ndarray, ...]) -> list[dict[str, str]]:
+              ratios: tuple[np.ndarray, ...]) -> list[Notice]:
     """Workloads on which every cell keeps its bytes, FLOPs and every layer's time exactly (``ratios``: claim
     over baseline, cells that do not fit aside) while some key's phase is theirs: the change cannot act there,
     which the memo must say rather than show a bare 1.00×. (A change that saves bytes on a compute-bound step
@@ -84,12 +75,12 @@ def no_effect(change: dict[str, Any], blocks: tuple[Any, ...], block_idx: np.nda
     any_moved = np.bincount(block_idx, weights=moved, minlength=len(blocks)) > 0
     first = np.zeros(len(blocks), dtype=np.int64)
     first[block_idx[::-1]] = np.arange(len(block_idx))[::-1]          # each block's first cell
-    idle: dict[str, str] = {}
+    idle: dict[str, tuple[str, str, tuple[float, ...]]] = {}
     for b in np.flatnonzero(~any_moved & (np.bincount(block_idx, minlength=len(blocks)) > 0)):
         if blocks[b].phase in acting:
             idle.setdefault(blocks[b].name, _hint(change, blocks[b], float(context[first[b]])))
-    by_reason: dict[str, list[str]] = {}
+    by_reason: dict[tuple[str, str, tuple[float, ...]], list[str]] = {}
     for name, why in idle.items():
         by_reason.setdefault(why, []).append(name)
-    return [{"code": "no-effect", "message": f"the change does not act on {_names(names)}: priced 1.00× there "
-                                             f"({why})"} for why, names in by_reason.items()]
+    return [Notice("no-effect", tuple(names), value=value, key=hint, numbers=numbers)
+            for (hint, value, numbers), names in by_reason.items()]

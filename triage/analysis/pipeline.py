@@ -18,6 +18,7 @@ from ..io.files import new_evaluation
 from ..model import incumbent, layers, matrix, verdicts
 from . import decision, noops, papercheck, regions, serving
 from .evaluation import Evaluation
+from .notices import Notice
 
 Card = str | Path | dict[str, Any] | Claim
 Source = workloads.Source | matrix.Matrix
@@ -171,36 +172,25 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += [w for w in check.get("warnings", []) if w not in found]
     window = np.flatnonzero(verdicts.beyond_window(m))
     if window.size:
-        # a grid's phases are blocks of one name: distinct by the name the warning prints, not the block
+        # a grid's phases are blocks of one name: distinct by the name the notice prints, not the block
         block_names, name_idx = np.unique([b.name for b in m.blocks], return_inverse=True)
         keys = np.stack([name_idx[m.block_idx[window]], m.model_idx[window], m.context[window]]).T
-        names = [f"{block_names[int(b)]} ({m.models[int(mi)].label}, {int(c):,} tokens > "
-                 f"{m.models[int(mi)].max_context:,})" for b, mi, c in _first_distinct(keys, 6)]
-        found.append({"code": "beyond-window", "message": (
-            "priced beyond the model's trained window (max_position_embeddings): " + ", ".join(names)
-            + " — the model was not trained for that context; its quality there is unknown")})
+        found.append(Notice("beyond-window", cells=tuple(
+            (str(block_names[int(b)]), m.models[int(mi)].label, int(c), int(m.models[int(mi)].window))
+            for b, mi, c in _first_distinct(keys, 6))))
     for (b, h), mask in layers.outside_fit(m).items():
         block, chip = m.blocks[b], m.hardware[h].key
-        assert block.engine is not None
-        r = block.engine.ranges[chip]
-        found.append({"code": "profile-range", "message": (
-            f"the {block.engine.key} profile's {chip} entry was fitted on {' and '.join(r.phases)} steps at batch "
-            f"{r.batch[0]:,.0f}–{r.batch[1]:,.0f}, {r.context[0]:,.0f}–{r.context[1]:,.0f} tokens"
-            + (f", {'/'.join(r.weights)} weights" if r.weights else "")
-            + f": {int(mask.sum()):,} cell(s) of {block.name} lie outside it and are priced with the profile's "
-              f"default values")})
+        engine = block.engine
+        if engine is not None:                  # outside_fit names only blocks with a profile
+            r = engine.ranges[chip]
+            found.append(Notice("profile-range", (block.name,), engine.key, chip, r.phases,
+                                (*r.batch, *r.context, float(mask.sum())), r.weights))
     missed = unsimulated(claim.change)
     if missed and served:
-        simulated = ", ".join(dict.fromkeys(m.blocks[b].name for b, _, _ in served))
-        found.append({"code": "serving-unpriced", "message": (
-            f"{', '.join(missed)} is not modelled by the serving simulation (its iterations emit one token a "
-            f"sequence): {simulated} is priced without it, so its gain there is not counted; the step-level "
-            f"workloads carry it")})
+        found.append(Notice("serving-unpriced", tuple(dict.fromkeys(m.blocks[b].name for b, _, _ in served)),
+                            key=", ".join(missed)))
     if "scheduler" in claim.change and not served:
-        found.append({"code": "scheduler-unpriced", "message": (
-            "change.scheduler acts on the request queue, and no workload here has traffic: (a request stream): the "
-            "steps are priced unchanged; give a workload traffic: and a scheduler: (e.g. examples/serving-conv.yaml) "
-            "to price it")})
+        found.append(Notice("scheduler-unpriced"))
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       regions.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,

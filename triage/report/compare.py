@@ -16,6 +16,7 @@ import numpy as np
 
 from ..analysis.evaluation import Evaluation
 from ..model.verdicts import CONDITIONAL, LABELS, NO_GO
+from . import notices
 from .result import Result, rerun_arguments
 from .templates import Trusted, render
 
@@ -57,7 +58,7 @@ def comparison(results: list[Result]) -> dict[str, Any]:
         overall.append({"claim": ev.claim.id, "title": ev.claim.title, "decision": d.verdict,
                         "weighted_speedup": gain, "theoretical": d.weighted_theoretical, "gpu_hours": hours,
                         "gain_per_1000_gpu_hours": (gain - 1.0) / hours * 1000 if hours else None,
-                        "traffic_won": float(m.share[best == k].sum()), "warnings": list(ev.warnings)})
+                        "traffic_won": float(m.share[best == k].sum()), "warnings": notices.as_json(ev.warnings)})
     overall.sort(key=lambda row: (LABELS.index(row["decision"]), -row["weighted_speedup"]))
     first = overall[0]
     adoptable = first["decision"] != LABELS[NO_GO] and first["weighted_speedup"] > 1.0

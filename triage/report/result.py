@@ -20,7 +20,7 @@ from ..inputs.workloads import Settings, Workloads
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from . import cells as cells_mod
-from . import plan
+from . import notices, plan
 from .directions import DIRECTIONS
 from .reasons import decision_reasons
 from .regions import analysis_dict
@@ -104,8 +104,9 @@ class Result:
         return {
             "version": JSON_VERSION,
             "claim": claim,
-            "paper_check": ev.paper_check,
-            "warnings": list(ev.warnings),
+            "paper_check": {**ev.paper_check, **({"warnings": notices.as_json(ev.paper_check["warnings"])}
+                                                 if "warnings" in ev.paper_check else {})},
+            "warnings": notices.as_json(ev.warnings),
             "workloads": ev.matrix.source,
             "cells": self.cells(cell_limit),
             "decision": self.decision(),
