@@ -42,7 +42,7 @@ def test_calibrate_o_keeps_each_rows_phase_and_weight_format(tmp_path):
 def test_times_in_plain_seconds_are_read_where_the_format_says_seconds(tmp_path):
     # bug 2: '0.0093' was "unknown time unit ''" in --measured and calibrate
     m = tmp_path / "meas.csv"
-    m.write_text("workload,variant,hardware,tpot\nchat-4k,baseline,a100-80gb,0.0093\n"
+    m.write_text("workload,variant,hardware,tpot_s\nchat-4k,baseline,a100-80gb,0.0093\n"
                  "chat-4k,claim,a100-80gb,0.0088\n")
     r = with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), m)
     assert r.evaluation.measured["workloads"][0]["measured"]["baseline_s"] == pytest.approx(0.0093)

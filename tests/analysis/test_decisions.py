@@ -219,11 +219,15 @@ def test_vllm_results_fill_the_end_to_end_layer():
 
 
 @pytest.mark.parametrize("text,message", [
-    ('{"workload": "chat-4k", "variant": "faster", "hardware": "a100-80gb", "tpot": 0.01}',
+    ('{"workload": "chat-4k", "variant": "faster", "hardware": "a100-80gb", "tpot_s": 0.01}',
      "expected baseline or claim, got 'faster'"),
-    ('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot": -1}', "expected a time > 0"),
-    ('{"workload": "nope", "variant": "claim", "hardware": "a100-80gb", "tpot": 0.01}', "no cell for workload 'nope'"),
-    ('{"workload": "chat-4k", "variant": "claim", "tpot": 0.01}', "give hardware"),
+    ('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot_s": -1}', "expected a time > 0"),
+    ('{"workload": "nope", "variant": "claim", "hardware": "a100-80gb", "tpot_s": 0.01}', "no cell for workload 'nope'"),
+    ('{"workload": "chat-4k", "variant": "claim", "tpot_s": 0.01}', "give hardware"),
+    ('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot": 0.012}',
+     "a time needs its unit: 0.012 → '0.012 s' or '12 ms'\\? \\(or give it in the tpot_s column, in seconds\\)"),
+    ('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb", "tpot": "12 ms", "tpot_s": 0.012}',
+     "tpot is given twice"),
     ('{"workload": "chat-4k", "variant": "claim", "speed": 3}', "unknown measurement field 'speed'"),
 ])
 def test_bad_measurements_are_user_errors(tmp_path, text, message):

@@ -228,10 +228,9 @@ def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: in
     else:
         key = next(k for k in TIMES if raw.get(k))
         try:
-            measured = units.parse(raw[key], "time", bare_base=key.endswith("_s"))
+            measured = units.column_time(raw[key], key)
         except units.UnitError as exc:
-            hint = f" (or give it in the {key}_s column, in seconds)" if not key.endswith("_s") else ""
-            raise UserError([Problem(file, line, 1, f"$.{key}", f"{exc}{hint}")]) from None
+            raise UserError([Problem(file, line, 1, f"$.{key}", str(exc))]) from None
     if not (math.isfinite(measured) and 1e-9 <= measured <= 3600.0):
         raise UserError([Problem(file, line, 1, f"$.{key}", "the row's time is not between 1 ns and an hour")])
     return measured

@@ -2,7 +2,8 @@
 
 Accepted: CSV or JSON rows {workload, variant: baseline|claim, tpot, ttft, throughput, quality, hardware?},
 the JSON `vllm bench serve --save-result --metadata workload=W variant=V [hardware=H]` writes, or a
-folder of such files. tpot/ttft are seconds or quantities ('41 ms'); vLLM's *_ms fields are read as
+folder of such files. tpot/ttft are quantities ('41 ms'); a bare number is refused with a hint, except in
+the columns whose name carries the unit, tpot_s/ttft_s (seconds); vLLM's *_ms fields are read as
 milliseconds. The memo then shows predicted against measured and which layer lost the gain.
 """
 
@@ -26,14 +27,15 @@ from ..model import layers, verdicts
 from . import decision
 from .evaluation import Evaluation
 
-FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "throughput", "quality")
+FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "tpot_s", "ttft_s", "throughput", "quality")
 
 
-def _number(raw: Any, kind: str | None, where: Problem) -> float | None:
+def _number(raw: Any, column: str | None, where: Problem) -> float | None:
+    """A time from its column (``column``: a quantity, or bare seconds in a *_s column), else a plain number."""
     if raw is None or raw == "":
         return None
     try:
-        value = units.parse(raw, kind, bare_base=True) if kind else float(raw)
+        value = units.column_time(raw, column) if column else float(raw)
     except (units.UnitError, ValueError, TypeError, OverflowError) as exc:
         raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
     if not math.isfinite(value) or value < 0:
@@ -61,9 +63,15 @@ def _row(raw: dict[str, Any], file: str, line: int) -> dict[str, Any]:
     if raw["variant"] not in ("baseline", "claim"):
         raise UserError([Problem(file, line, 1, "$.variant", f"expected baseline or claim, got {raw['variant']!r}")])
     where = Problem(file, line, 1, "$")
+    times = {}
+    for key in ("tpot", "ttft"):
+        if raw.get(key) not in (None, "") and raw.get(f"{key}_s") not in (None, ""):
+            raise UserError([Problem(file, line, 1, f"$.{key}_s", f"{key} is given twice ({key} and {key}_s): "
+                                                                  f"keep one")])
+        column = key if raw.get(key) not in (None, "") else f"{key}_s"
+        times[key] = _number(raw.get(column), column, replace_path(where, column))
     return {"workload": str(raw["workload"]), "variant": raw["variant"], "hardware": raw.get("hardware") or None,
-            "tpot": _number(raw.get("tpot"), "time", replace_path(where, "tpot")),
-            "ttft": _number(raw.get("ttft"), "time", replace_path(where, "ttft")),
+            "tpot": times["tpot"], "ttft": times["ttft"],
             "throughput": _number(raw.get("throughput"), None, replace_path(where, "throughput")),
             "quality": _number(raw.get("quality"), None, replace_path(where, "quality"))}
 

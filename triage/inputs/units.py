@@ -199,3 +199,13 @@ def fmt_pair(before: float, after: float) -> str:
     if "e" in f"{before:g}{after:g}":
         return f"{before:g} → {after:g}"
     return f"{before:.{digits}f} → {after:.{digits}f}"
+
+
+def column_time(value: object, column: str) -> float:
+    """A time from a table's column: a quantity ('12 ms'), or a bare number where the column's name carries the
+    unit (``*_s``: seconds); a bare number elsewhere is refused, the hint naming both ways."""
+    try:
+        return parse(value, "time", bare_base=column.endswith("_s"))
+    except UnitError as exc:
+        hint = f" (or give it in the {column}_s column, in seconds)" if not column.endswith("_s") else ""
+        raise UnitError(f"{exc}{hint}") from None
