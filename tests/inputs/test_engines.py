@@ -122,3 +122,16 @@ def test_a_range_under_a_profiles_default_is_refused(tmp_path):
                  "workloads: [{name: w, phase: decode, context: 1024, batch: 1}]\n")
     with pytest.raises(triage.UserError, match="a range belongs to a per-chip entry"):
         triage.evaluate(CLAIMS / "kv2x.yaml", f, analyse=False)
+
+
+@pytest.mark.parametrize("rng,message", [("{batch: [8, 1]}", "a range runs from its lowest to its highest value"),
+                                         ("{context: [1, .inf]}", "range.context"),
+                                         ("{batch: [1, 1e12]}", "range.batch")])
+def test_a_chip_ranges_bounds_are_checked(tmp_path, rng, message):
+    f = tmp_path / "p.yaml"
+    f.write_text("engines:\n  mine:\n    default: {bandwidth: 0.8}\n"
+                 f"    hardware:\n      h100-sxm: {{bandwidth: 0.9, range: {rng}}}\n"
+                 "defaults: {model: llama-2-7b, hardware: h100-sxm, engine: mine}\n"
+                 "workloads: [{name: w, phase: decode, context: 1024, batch: 1}]\n")
+    with pytest.raises(triage.UserError, match=message):
+        triage.evaluate(CLAIMS / "kv2x.yaml", f, analyse=False)

@@ -214,6 +214,12 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
                            tuple(r.get("weights", ())))
 
     chips = entry.get("hardware", {})
+    for hw, v in chips.items():
+        for axis in ("batch", "context"):
+            lo_hi = v.get("range", {}).get(axis)
+            if lo_hi and lo_hi[0] > lo_hi[1]:
+                problems.append(doc.problem(path + ("hardware", hw, "range", axis), (
+                    f"a range runs from its lowest to its highest value: [{lo_hi[1]:g}, {lo_hi[0]:g}]?")))
     return Engine(key, values(("default",), entry["default"]),
                   {hw: values(("hardware", hw), v) for hw, v in chips.items()},
                   entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"), doc.file,
