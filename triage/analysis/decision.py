@@ -64,10 +64,6 @@ def fleet_gain(base_s: np.ndarray, claim_s: np.ndarray, share: np.ndarray) -> tu
     return (base / claim if ok.any() and claim > 0 else None), base, claim
 
 
-def _mask(a: np.ndarray, m: Matrix) -> np.ndarray:
-    return a if a.size else np.zeros(m.share.shape, dtype=bool)
-
-
 def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, shares: dict[str, float],
           over_incumbent: float | None, incumbent_s: np.ndarray | None) -> tuple[str, Rule]:
     """(verdict, the rule that decided it), first matching rule wins (README: decision rules). The decision
@@ -113,8 +109,7 @@ def _rule(m: Matrix, claim: Claim, g: Gaps, v: Verdicts, gain: float | None, sha
     # stack failure is
     on = np.broadcast_to(g.switched_on, m.share.shape)
     conditional_on = float(m.share[(v.code == 1) & on].sum())
-    hard = float(m.share[v.quality_fail | v.evidence_missing | _mask(v.incompatible, m)
-                         | _mask(v.unproven_integration, m)].sum())
+    hard = float(m.share[v.fixed()].sum())
     if shares["GO"] > 0 and conditional_on == 0 and shares["DOES-NOT-FIT"] == 0 and hard == 0 \
             and bar >= min_gain and not regress:
         return "GO", Rule("clears", min_gain)

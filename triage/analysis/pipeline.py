@@ -178,7 +178,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         found.append(Notice("beyond-window", cells=tuple(
             (str(block_names[int(b)]), m.models[int(mi)].label, int(c), int(m.models[int(mi)].window))
             for b, mi, c in _first_distinct(keys, 6))))
-    for (b, h), mask in layers.outside_fit(m).items():
+    for (b, h), mask in m.outside_fit.items():
         block, chip = m.blocks[b], m.hardware[h].key
         engine = block.engine
         if engine is not None:                  # outside_fit names only blocks with a profile

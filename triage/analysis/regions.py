@@ -235,12 +235,9 @@ def marginal(m: Matrix, g: layers.Gaps, v: verdicts.Verdicts, rows: tuple[Sensit
         if row.input != "quality retained":          # the quality gate is its own rule, shown on its own
             flips |= row.codes != code
     gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
-    fixed = np.zeros(len(m), dtype=bool)
-    for rule in (v.quality_fail, v.evidence_missing, v.incompatible, v.unproven_integration):
-        fixed |= np.broadcast_to(rule, fixed.shape) if rule.size else False
     with np.errstate(invalid="ignore"):
         near = np.abs(gain / np.broadcast_to(m.column("min_gain"), gain.shape) - 1.0) < THRESHOLD_MARGIN
-    return flips | (near & ~fixed)
+    return flips | (near & ~v.fixed())
 
 
 def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | None:

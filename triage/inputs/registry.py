@@ -163,10 +163,9 @@ def group_phases(change: dict[str, object]) -> dict[str, set[str]]:
     ops = change.get("dequant_ops")
     if ops is not None:          # dequantization runs where a changed format is read: KV, weights or both
         spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-        for group, formats in (("attention", KV_FORMATS), ("linear", WEIGHT_FORMATS)):
-            if spec.get("kv" if group == "attention" else "weights") and formats & set(change):
-                out.setdefault(group, set()).update(
-                    *(acting_phases(k, change[k]) for k in formats & set(change)))
+        for group, read, formats in (("attention", "kv", KV_FORMATS), ("linear", "weights", WEIGHT_FORMATS)):
+            for k in formats & set(change) if spec.get(read) else ():
+                out.setdefault(group, set()).update(acting_phases(k, change[k]))
     return out
 
 

@@ -298,33 +298,12 @@ def _peak_ratio(m: Matrix) -> Callable[[str], np.ndarray]:
     return ratio
 
 
-def outside_fit(m: Matrix) -> dict[tuple[int, int], np.ndarray]:
-    """Per (block, chip) whose engine profile has an entry for the chip stating the regime its rows span
-    (phases, batch, context, weight formats): the cells outside it, which take the profile's default values
-    rather than an entry fitted on other steps (the evaluation warns)."""
-    out: dict[tuple[int, int], np.ndarray] = {}
-    for b, s in enumerate(m.blocks):
-        for h, hw in enumerate(m.hardware):
-            r = s.engine.ranges.get(hw.key) if s.engine is not None else None
-            if r is None:
-                continue
-            ok = (np.where(m.decode, "decode" in r.phases, "prefill" in r.phases)
-                  & (m.batch >= r.batch[0]) & (m.batch <= r.batch[1])
-                  & (m.context >= r.context[0]) & (m.context <= r.context[1]))
-            if not r.covers_weights(s.precision["weights"]):
-                ok = np.zeros(m.batch.shape, dtype=bool)
-            mask = (m.block_idx == b) & (m.hardware_idx == h) & ~ok
-            if mask.any():
-                out[(b, h)] = mask
-    return out
-
-
 def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
     """Per cell: the workload's own efficiencies and fixed costs, else its engine profile's for the cell's chip
     where the cell lies in that entry's fitted range, else the profile's default (``shift``: that many standard
     errors of a calibrated profile, toward faster (+) or slower (-) kernels)."""
     values = {(id(s), h.key): s.engine_values(h.key) for s in m.blocks for h in m.hardware}
-    misses = outside_fit(m)
+    misses = m.outside_fit
 
     def shifted(v: dict[str, float], key: str, sign: float) -> float:
         return v[key] + sign * shift * v.get(f"{key}_se", 0.0)
@@ -449,10 +428,11 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     # on everywhere, and its gain when on is the cell's own, unless an operator switches it per deployment
     switched_on: np.ndarray = np.asarray(True)
     when_on: np.ndarray = np.asarray(np.nan)
-    if switchable(claim.change):
+    optional = switchable(claim.change)
+    if optional:
         with np.errstate(divide="ignore", invalid="ignore"):
             when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
-    if switch_optional and switchable(claim.change):
+    if switch_optional and optional:
         # an operator turns speculation or prefix caching on where it pays and off where it does not: each cell
         # at the better of the two (the claim equals the baseline where it is off)
         with np.errstate(invalid="ignore"):
@@ -469,7 +449,8 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     e2e_batch: np.ndarray = np.broadcast_to(m.batch, m.batch.shape)        # read-only: never the matrix's own
     base_step: np.ndarray = np.broadcast_to(base.time_end_to_end, m.batch.shape)
     misfit = ~base.fits
-    if misfit.any():
+    any_misfit = bool(misfit.any())
+    if any_misfit:
         e2e_batch, base_step = m.batch.copy(), np.array(base_step, dtype=float)
     rescue = misfit & new.fits & (base.max_batch >= 1)
     if rescue.any():
@@ -482,7 +463,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         s_e2e[idx] = (m.batch[idx] / new.time_end_to_end[idx]) / (b0 / t0)
         e2e_batch[idx] = b0
         base_step[idx] = t0
-    if misfit.any():
+    if any_misfit:
         e2e_batch[misfit & ~rescue] = np.nan
 
     slo = np.where(m.decode, m.column("slo_tpot_s"), m.column("slo_ttft_s"))

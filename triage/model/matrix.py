@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import product
 from typing import Any
 
@@ -46,6 +47,28 @@ class Matrix:
                       self.block_idx[idx], self.decode[idx], self.context[idx], self.batch[idx],
                       share / total if total > 0 else np.full(share.shape, 1.0 / share.size),
                       self.long_context[idx], self.source)
+
+    @cached_property
+    def outside_fit(self) -> dict[tuple[int, int], np.ndarray]:
+        """Per (block, chip) whose engine profile has an entry for the chip stating the regime its rows span
+        (phases, batch, context, weight formats): the cells outside it, which take the profile's default values
+        rather than an entry fitted on other steps. Found once a matrix: every pricing pass and the evaluation's
+        notice read it."""
+        out: dict[tuple[int, int], np.ndarray] = {}
+        for b, s in enumerate(self.blocks):
+            for h, hw in enumerate(self.hardware):
+                r = s.engine.ranges.get(hw.key) if s.engine is not None else None
+                if r is None:
+                    continue
+                ok = (np.where(self.decode, "decode" in r.phases, "prefill" in r.phases)
+                      & (self.batch >= r.batch[0]) & (self.batch <= r.batch[1])
+                      & (self.context >= r.context[0]) & (self.context <= r.context[1]))
+                if not r.covers_weights(s.precision["weights"]):
+                    ok = np.zeros(self.batch.shape, dtype=bool)
+                mask = (self.block_idx == b) & (self.hardware_idx == h) & ~ok
+                if mask.any():
+                    out[(b, h)] = mask
+        return out
 
     def column(self, attr: str, table: str = "blocks") -> np.ndarray:
         """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""

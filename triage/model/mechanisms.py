@@ -39,7 +39,6 @@ class Context:
 # ---- cache -------------------------------------------------------------------------------------
 
 
-
 def kv_quant_bytes(spec: dict[str, Any]) -> float:
     """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
     per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
@@ -139,12 +138,10 @@ def memory_waste(x: StepInputs, f: float, ctx: Context) -> StepInputs:
 # ---- attention ---------------------------------------------------------------------------------
 
 
-
 def attention_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
     """Attention's matmuls in ``dtype`` (FlashAttention-3 FP8, Shah et al. 2024): the chip's peak for it. A chip
     without it keeps its rate (the evaluation warns)."""
     return replace(x, attention_peak_mult=x.attention_peak_mult * ctx.peak_ratio(dtype))
-
 
 
 def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
@@ -154,7 +151,6 @@ def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
 
 
 # ---- weights -----------------------------------------------------------------------------------
-
 
 
 def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
@@ -196,7 +192,6 @@ def hadamard(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
     n = float(spec["size"])
     ops = x.layers * float(spec.get("per_layer", 1)) * n * math.log2(n)
     return replace(x, transform_ops=x.transform_ops + ops)
-
 
 
 def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:

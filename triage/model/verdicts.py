@@ -64,6 +64,15 @@ class Verdicts:
     unproven_integration: np.ndarray = field(default_factory=_none)  # integration left and no quality figure
     no_regret: np.ndarray = field(default_factory=_none)        # exact, engine kernel: any gain pays (floor 1.0)
 
+    def fixed(self) -> np.ndarray:
+        """Cells decided by a rule no gain can move (quality, missing evidence, the stack, an unproven
+        integration): no fleet gain lifts them, and no ±5 % around min_gain makes them marginal."""
+        out = np.zeros(self.code.shape, dtype=bool)
+        for rule in (self.quality_fail, self.evidence_missing, self.incompatible, self.unproven_integration):
+            if rule.size:                         # a fact the constructor left empty holds on no cell
+                out |= rule
+        return out
+
 
 def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
     """What keeps the method from running in a workload's stack: attention scores a fused kernel never writes,

@@ -78,12 +78,16 @@ def describe(change: dict[str, Any]) -> list[str]:
     return [_words(key, value) for key, value in change.items()]
 
 
+def flow(value: Any) -> str:
+    """A value as one line of YAML flow style, as a card writes it (`triage new`'s examples, the docs' table)."""
+    return str(yaml.safe_dump(value, default_flow_style=True, width=1000)).strip().removesuffix("...").strip()
+
+
 def mechanism_table() -> str:
     """The docs' table of what a `change` can say (docs/claim-cards.md), from the registry alone: a new
     mechanism appears in it with no edit (tests/test_readme.py keeps the page equal to this)."""
     rows = ["| direction | key (`triage new`'s example) | what it changes |", "|---|---|---|"]
     for key, info in registry().items():
-        example = yaml.safe_dump(info.example, default_flow_style=True, width=1000).strip().removesuffix("...")
         words = str(info.schema.get("description", "")).replace("|", "\\|")
-        rows.append(f"| {' / '.join(info.directions)} | `{key}: {example.strip()}` | {words} |")
+        rows.append(f"| {' / '.join(info.directions)} | `{key}: {flow(info.example)}` | {words} |")
     return "\n".join(rows)

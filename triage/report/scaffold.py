@@ -1,19 +1,15 @@
 """`triage new`: a commented claim card for one direction, with the questions the course says to ask.
 
 The change section is generated from the mechanism registry (inputs/mechanisms.yaml: each mechanism's
-directions and example) and the schema's description of each key, so a new card can never offer a
+directions, example and schema description), so a new card can never offer a
 mechanism that does not exist or miss one that does.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
-
 from ..inputs.cards import PLACEHOLDER
 from ..inputs.registry import registry
-from ..io.resources import schema
+from .describe import flow
 from .directions import DIRECTIONS
 
 # The mechanism a fresh card of each direction starts from; the direction's others follow, commented out.
@@ -21,26 +17,21 @@ PRIMARY = {"attention": "score_bytes", "cache": "kv_bytes", "weights": "weight_q
            "system": "batching"}
 
 
-def _flow(value: Any) -> str:
-    """A value as one line of YAML flow style."""
-    return str(yaml.safe_dump(value, default_flow_style=True, width=1000)).strip().removesuffix("...").strip()
-
-
 def change_lines(direction: str) -> list[str]:
     """The change section's lines: the direction's primary mechanism as a placeholder with its example, then
     the others commented out."""
-    descriptions = schema("claim")["properties"]["change"]["properties"]
     keys = [PRIMARY[direction]] + [k for k, info in registry().items()
                                     if direction in info.directions and k != PRIMARY[direction]]
     lines = []
     for n, key in enumerate(keys):
         info = registry()[key]
-        help_text = descriptions[key].get("description", "")
+        help_text = info.schema.get("description", "")
         if n == 0:
-            lines.append(f"  {key}: {PLACEHOLDER}  # e.g. {_flow(info.example)}: {help_text}")
+            lines.append(f"  {key}: {PLACEHOLDER}  # e.g. {flow(info.example)}: {help_text}")
         else:
-            lines.append(f"  # {key}: {_flow(info.example)}  # {help_text}")
+            lines.append(f"  # {key}: {flow(info.example)}  # {help_text}")
     return lines
+
 
 _QUESTIONS = [
     "At what batch size and sequence lengths was the headline number measured? (tokens/s without them "
