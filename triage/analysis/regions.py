@@ -8,13 +8,14 @@ report words them.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from .. import defaults
-from ..defaults import LIMITS, LONG_CONTEXT_TOKENS
+from ..defaults import ANALYSIS_WORKERS, LIMITS, LONG_CONTEXT_TOKENS
 from ..inputs.claim import Claim
 from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
@@ -195,9 +196,9 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
 
     ``priced``: the evaluation's own gaps (after its simulation). A variant that prices as the card does (only
     its quality moves, or it restates the card's own value) is judged on them, and every other variant prices
-    only its claim side: the baseline does not move with the card."""
-    rows = []
-    for name, value, variant in _variants(claim):
+    only its claim side: the baseline does not move with the card. Variants are independent: ANALYSIS_WORKERS
+    of them are priced at once (numpy's loops release the GIL), each one's arrays dropped once it is judged."""
+    def row(name: str, value: str, variant: Claim) -> Sensitivity:
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
         else:
@@ -208,9 +209,11 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
                 g = serving.price(m, variant, g, served if same else None, work)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
-        rows.append(Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code))
-        del g, v, d                    # a variant's arrays go before the next is priced (memory: one at a time)
-    return tuple(rows)
+        return Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code)
+
+    variants = _variants(claim)
+    with ThreadPoolExecutor(max_workers=min(ANALYSIS_WORKERS, len(variants))) as pool:
+        return tuple(pool.map(lambda args: row(*args), variants))
 
 
 def _retimable(claim: Claim, variant: Claim, priced: layers.Gaps | None) -> layers.Variant | None:

@@ -10,6 +10,7 @@ arrival), so above capacity it stops at what the engine completes while the queu
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -160,6 +161,7 @@ def _slo_met(traffic: Traffic, ttft: dict[str, float], tbt: dict[str, float], tp
 
 
 _MEMO: dict[tuple[Any, ...], tuple[Traffic, dict[str, Any]]] = {}
+_MEMO_LOCK = threading.Lock()        # the sensitivity's variants simulate in threads (analysis/regions.py)
 
 
 @dataclass(frozen=True)
@@ -176,16 +178,18 @@ class Side:
         """The statistics of one rate; a run already simulated with the same inputs is taken from the memo
         (a sensitivity variant's baseline, or a claim side the variant leaves as it was)."""
         key = (self._fingerprint(), id(traffic), rate)
-        hit = _MEMO.get(key)
+        with _MEMO_LOCK:
+            hit = _MEMO.get(key)
         if hit is not None and hit[0] is traffic:
             return copy.deepcopy(hit[1])
         req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
         measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
         out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
                          traffic, rate)
-        if len(_MEMO) >= SERVING_MEMO_RUNS:
-            _MEMO.pop(next(iter(_MEMO)))
-        _MEMO[key] = (traffic, copy.deepcopy(out))   # the traffic is kept alive with its entry: its id stays its own
+        with _MEMO_LOCK:
+            while len(_MEMO) >= SERVING_MEMO_RUNS:
+                _MEMO.pop(next(iter(_MEMO)))
+            _MEMO[key] = (traffic, copy.deepcopy(out))  # the traffic kept alive: its id stays its own
         return out
 
     def _fingerprint(self) -> tuple[Any, ...]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from ..io.resources import package_file
 from ..io.yamlio import load_file
 
 
@@ -58,8 +57,7 @@ class MechanismClass:
 
 
 def _data(name: str) -> Any:
-    path = Path(str(resources.files("triage").joinpath("inputs").joinpath(name)))
-    return load_file(path, f"triage/inputs/{name}", trusted=True).data
+    return load_file(package_file("inputs", name), f"triage/inputs/{name}", trusted=True).data
 
 
 @cache

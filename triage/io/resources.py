@@ -1,12 +1,18 @@
-"""Files shipped inside the wheel (schemas/, templates/, inputs/catalog/), found via importlib.resources."""
+"""Files shipped inside the wheel (schemas/, templates/, inputs/), found beside the package's own modules.
+
+triage installs as files (a wheel unpacked into site-packages, an editable install, a checkout), never as a
+zip, so its data is a path next to this module; importlib.resources would cost `triage run` 3 ms of imports
+(tempfile, zipfile) to say the same.
+"""
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+PACKAGE = Path(__file__).resolve().parent.parent      # the installed triage/ folder
 
 
 def resource_dir(name: str) -> Path:
@@ -15,18 +21,23 @@ def resource_dir(name: str) -> Path:
     A wheel carries them inside the package (hatch force-include); an editable
     install or a plain checkout has them at the repository's top level.
     """
-    packaged = resources.files("triage").joinpath(name)
+    packaged = PACKAGE / name
     if packaged.is_dir():
-        return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[2] / name
+        return packaged
+    checkout = PACKAGE.parent / name
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"triage is installed without its {name}/ folder")
 
 
+def package_file(*parts: str) -> Path:
+    """A data file shipped inside the package: ``package_file("inputs", "mechanisms.yaml")``."""
+    return PACKAGE.joinpath(*parts)
+
+
 def catalog_file(name: str) -> Path:
     """A YAML data file of the shipped catalog."""
-    return Path(str(resources.files("triage").joinpath("inputs").joinpath("catalog").joinpath(name)))
+    return package_file("inputs", "catalog", name)
 
 
 def schema_text(name: str) -> str:

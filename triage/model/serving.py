@@ -25,6 +25,7 @@ together, and the Python loop runs once per event, not per token.
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -143,9 +144,12 @@ class Budget:
 
     limit: float = math.inf
     spent: float = 0.0
+    # the sensitivity's variants simulate in threads (analysis/regions.py): a charge is read-add-write
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def charge(self, steps: float) -> None:
-        self.spent += steps
+        with self._lock:
+            self.spent += steps
         if self.spent > self.limit:
             raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
                              f"requests, rates or output tokens, or a scheduler that preempts less")
