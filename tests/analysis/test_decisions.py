@@ -176,6 +176,21 @@ def test_sensitivity_shows_a_missing_kernel(kv2x_analysis):
         rows[("kernel bandwidth efficiency", "0.5")]["weighted_speedup"]
 
 
+def test_sensitivity_in_threads_equals_one_at_a_time(kv2x_analysis, monkeypatch):
+    """The variants are priced two at a time (defaults.ANALYSIS_WORKERS); the shipped matrix's conversation
+    workload simulates in those threads (the serving memo and budget take a lock): one worker must print the
+    same rows, gains and per-cell codes to the last digit."""
+    from triage.analysis import regions
+
+    threaded = triage.evaluate(CLAIMS / "kv2x.yaml").evaluation.analysis.sensitivity
+    monkeypatch.setattr(regions, "ANALYSIS_WORKERS", 1)
+    serial = triage.evaluate(CLAIMS / "kv2x.yaml").evaluation.analysis.sensitivity
+    assert [(r.input, r.value, r.weighted_speedup, r.decision) for r in threaded] == \
+        [(r.input, r.value, r.weighted_speedup, r.decision) for r in serial]
+    assert all((a.codes == b.codes).all() for a, b in zip(threaded, serial, strict=True))
+    assert len(threaded) == 8 and kv2x_analysis["sensitivity"][0]["input"] == "kernel bandwidth efficiency"
+
+
 def test_verification_plan_has_commands_and_a_needle_test_where_it_matters(kv2x_analysis):
     steps = kv2x_analysis["verification_plan"]
     ab = [s for s in steps if s["step"].startswith("A/B on ")]
