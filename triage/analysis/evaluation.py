@@ -13,6 +13,7 @@ from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
 from .decision import Decision
 from .notices import Notice
+from .papercheck import PaperCheck
 from .regions import Analysis
 
 
@@ -25,7 +26,7 @@ class Evaluation:
     gaps: Gaps
     verdicts: Verdicts
     decision: Decision
-    paper_check: dict[str, Any]
+    paper_check: PaperCheck
     models: dict[str, Model]                                  # the catalog's and the workload file's
     parts: tuple[tuple[Claim, Gaps], ...] = ()                # a stack's cards, each alone
     analysis: Analysis | None = None                          # None when the caller asked for none (a sweep)

@@ -7,11 +7,12 @@ roofline forbids). Setting details the card does not give are searched, but
 only over settings in which the paper's baseline and method both fit in
 memory (a bound taken where nothing runs proves nothing); the largest context
 that fits is searched too, and the check says which setting gave the bound.
+Numbers and codes only: report/papercheck.py words them.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -30,39 +31,97 @@ from ..inputs.specs import Model, is_config_path
 from ..model import layers, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
 from . import noops
+from .notices import Notice
 
 # setting keys the check prices as workload keys (beside model, hardware, phase, batch, context)
 PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "domain")
 # reported numbers a scope bounds: the touched operator groups, or attention alone
 MAX_CONTEXT = 100_000_000        # the longest context a workload may state (the schema's limit)
-SCOPES = {"kernel": "the operators the change touches", "attention": "the attention operator"}
+SCOPES = ("kernel", "attention")
+
+
+# why no bound is priced (report/papercheck.py words each)
+NO_BOUND = ("no-setting", "no-speedup", "training", "serving", "no-model", "nothing-fits")
+# what the bound assumed where the card is silent
+ASSUMED = ("hardware", "phase", "batch", "context", "speculative-assumption")
+# where a gain beyond the bound usually comes from
+SOURCES = ("offload", "weak-baseline", "capacity-bound", "batch-beyond-memory", "batch-sizes", "kernel", "metric")
+# which setting of the step the bound compares
+KINDS = ("equal-batch", "end-to-end", "scope", "capacity")
+# why the paper's baseline does not fit in its stated setting
+MISFITS = ("weights", "kv")
+
+Value = str | int | float
+
+
+@dataclass(frozen=True)
+class Item:
+    """One coded statement and the values its words need (an assumption, a likely source, the bound's kind, the
+    baseline's misfit): ``code`` of the tuple its field names."""
+
+    code: str
+    values: tuple[Value, ...] = ()
+
+
+@dataclass(frozen=True)
+class PaperSetting:
+    """The setting that gave the bound: the card's own keys the check priced (``stated``, in PRICED order, then
+    pipeline, offload and baseline_model), the model it named, and what the search chose where it was silent."""
+
+    stated: tuple[tuple[str, object], ...]
+    model: str | None
+    hardware: str
+    phase: str
+    batch: int
+    context: int
+    searched: tuple[str, ...]          # of batch and context: the ones the search chose
+
+    def get(self, key: str, default: object = None) -> object:
+        """A stated key's value (tp, pipeline, offload, baseline_model, domain), else ``default``."""
+        return dict(self.stated).get(key, default)
+
+
+@dataclass(frozen=True)
+class PaperCheck:
+    """The reported gain against the roofline bound of the stated change in the paper's own setting; without a
+    bound, ``no_bound`` says why (a code of NO_BOUND)."""
+
+    reported: float | None
+    bound: float | None = None
+    exceeds_bound: bool | None = None
+    no_bound: str | None = None
+    assumed: tuple[Item, ...] = ()
+    tolerance: float = TOLERANCE
+    metric: str = ""
+    scope: str = ""
+    kind: Item = Item("equal-batch")
+    setting: PaperSetting | None = None
+    baseline_fits: bool = True
+    capacity_bound: float | None = None
+    capacity_batches: tuple[int, int] | None = None
+    likely_sources: tuple[Item, ...] = ()
+    misfit: Item | None = None
+    warnings: tuple[Notice, ...] = ()
 
 
 def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float,
-             batches: tuple[int, int] | None = None) -> list[str]:
+             batches: tuple[int, int] | None = None) -> tuple[Item, ...]:
     """Where a gain beyond the bound usually comes from, most likely first."""
     setting = claim.claim.get("setting", {})
     out = []
     if "offload" in setting:
-        out.append("an offloading baseline: its weights cross the host link every step, so whatever lets a step "
-                   "carry more sequences (a larger batch) multiplies throughput")
-    baseline = claim.claim.get("baseline", "")
-    out.append("a weak baseline" + (f" (the card: {baseline})" if baseline else "")
-               + ": the gain is measured against a system slower than a good implementation of the same step")
+        out.append(Item("offload"))
+    out.append(Item("weak-baseline", (claim.claim.get("baseline", ""),)))
     if capacity_bound is not None and capacity_bound > bound * TOLERANCE:
-        out.append(f"a larger batch made possible by the freed memory: with each side at its largest batch the "
-                   f"throughput bound is {capacity_bound:.2f}×")
+        out.append(Item("capacity-bound", (capacity_bound,)))
     elif batches is not None and capacity_bound == bound:
-        out.append(f"a batch beyond what the GPU holds: the bound already runs each side at its largest batch "
-                   f"({batches[0]:,} against {batches[1]:,}); more needs the KV kept elsewhere (host memory) or "
-                   f"a different batch for the baseline than its memory allowed")
+        out.append(Item("batch-beyond-memory", batches))
     elif metric == "throughput":
-        out.append("a larger batch made possible by freed memory (throughput measured at different batch sizes)")
-    out.append("a kernel better than the baseline's: part of the gain is implementation, not the method")
+        out.append(Item("batch-sizes"))
+    out.append(Item("kernel"))
     if "scope" not in claim.claim:
-        out.append("a different metric: kernel-only or attention-only time, training throughput, or memory "
-                   "reported as speed (state claim.scope)")
-    return out
+        out.append(Item("metric"))
+    return tuple(out)
 
 
 def _cells(batches: list[int], contexts: list[int], phase: str) -> list[dict[str, Any]]:
@@ -83,22 +142,6 @@ def _window(models: tuple[Model, ...]) -> int:
     (max_position_embeddings), else the limit."""
     known = [m.max_context for m in models if m.max_context]
     return min(known) if known else MAX_CONTEXT
-
-
-def _setting_words(setting: dict[str, Any], stated: dict[str, Any]) -> str:
-    """Which setting gave the bound, saying what the card stated and what the search chose."""
-    gpus = [f"tp {setting['tp']}" if setting.get("tp", 1) > 1 else "",
-            f"pipeline {setting['pipeline']}" if setting.get("pipeline", 1) > 1 else ""]
-    parts = [" × ".join(g for g in gpus if g), setting["phase"]]
-    parts += [f"{key} {setting[key]:,}" + ("" if key in stated else " (searched)") for key in ("batch", "context")]
-    if "offload" in setting:
-        parts.append(f"{units.fmt_percent(setting['offload']['weights'], 0)} of the weights offloaded over "
-                     f"{setting['offload']['link']}")
-    if "baseline_model" in setting:
-        parts.append(f"baseline model {setting['baseline_model']}")
-    if "domain" in setting:
-        parts.append(f"domain {setting['domain']}")
-    return f"{setting['model']} on {setting['hardware']}, " + ", ".join(p for p in parts if p)
 
 
 class _Priced:
@@ -188,23 +231,17 @@ def _model_path(model: str, claim: Claim) -> str:
     return model
 
 
-def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
-    """{reported, bound, exceeds_bound, ...}: all three None when the card gives no setting or no number."""
+def check(claim: Claim, catalog: Catalog) -> PaperCheck:
+    """The bound of the card's reported number in its own setting; none (and why) when the card gives no
+    setting or no number, or reports a number no step's roofline bounds."""
     setting = dict(claim.claim.get("setting", {}))
     reported = claim.claimed_speedup
-    empty: dict[str, Any] = {"reported": reported, "bound": None, "exceeds_bound": None, "assumed": [],
-                             "evidence": claim.evidence}
     if not setting or reported is None:
-        return {**empty, "note": "the card states no setting" if not setting else "the card reports no speedup"}
+        return PaperCheck(reported, no_bound="no-setting" if not setting else "no-speedup")
     metric = claim.claim.get("metric", "tpot")
     scope = claim.claim.get("scope", "end-to-end")
-    if scope == "training":
-        return {**empty, "note": "the reported number is a training number: it says nothing about inference, and "
-                                 "no inference bound is priced for it"}
-    if scope == "serving":
-        return {**empty, "note": "the reported number is a serving number (capacity or goodput under a latency "
-                                 "target over a request trace): a scheduler's gain, which one step's roofline "
-                                 "cannot bound"}
+    if scope in ("training", "serving"):
+        return PaperCheck(reported, no_bound=scope)
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
     acting = set().union(*(acting_phases(k, v) for k, v in claim.change.items())) if claim.change else set()
     if "phase" not in setting and metric not in ("tpot", "ttft") and acting and phase not in acting:
@@ -215,7 +252,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
         unstated_phase = False
     model = setting.get("model")
     if model is None:
-        return {**empty, "note": "the card's setting names no model: no bound can be computed"}
+        return PaperCheck(reported, no_bound="no-model")
     model = _model_path(model, claim)
     if "baseline_model" in setting:
         setting["baseline_model"] = _model_path(setting["baseline_model"], claim)
@@ -223,7 +260,7 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     hardware = setting.get("hardware")
     if hardware is None:
         hardware = DEFAULT_HARDWARE
-        assumed.append(f"hardware not stated: computed on {DEFAULT_HARDWARE}")
+        assumed.append(Item("hardware", (DEFAULT_HARDWARE,)))
     cat = catalog.pooled(hardware, int(setting.get("pipeline", 1)))
     # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
@@ -241,37 +278,30 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
     searched = "batch" not in setting or "context" not in setting
     candidates = np.where(p.fits, ratios, np.nan) if searched else ratios
     if np.isnan(candidates).all():
-        return {**empty, "assumed": assumed, "note": (
-            "in no searched setting do both the paper's baseline and the method fit in memory: state the GPUs the "
-            "paper used (claim.setting.tp, pipeline) or its offloading (claim.setting.offload)")}
+        return PaperCheck(reported, no_bound="nothing-fits", assumed=tuple(assumed))
     best = int(np.nanargmax(candidates))
     bound = float(candidates[best])
     if unstated_phase:
-        assumed.append(f"phase not stated: bounded at {phase}, the only phase the change acts on (a request that "
-                       f"also decodes gains less)")
+        assumed.append(Item("phase", (phase,)))
     if "batch" not in setting:
-        assumed.append(f"batch not stated: searched {', '.join(map(str, BATCHES))} where both sides fit")
+        assumed.append(Item("batch", BATCHES))
     if "context" not in setting:
         window = _window(p.models)
-        cut = window < MAX_CONTEXT and window in contexts
-        assumed.append(f"context not stated: searched {', '.join(f'{c:,}' for c in contexts)} tokens where both "
-                       f"sides fit, " + (f"up to the model's {window:,}-token window (its trained context: a longer "
-                                         f"one that fits is not one it serves)" if cut
-                                         else "the longest that fits included"))
+        cut = window if window < MAX_CONTEXT and window in contexts else 0
+        assumed.append(Item("context", (cut, *contexts)))
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)
-    headline = "equal batch"
+    kind = Item("equal-batch")
     if bool(p.rescued[best]):
         method = p.g.claim.max_batch[best] if "capacity" in carried(claim.change) else p.grid.batch[best]
-        headline = (f"end to end: the baseline at batch {int(p.g.e2e_baseline_batch[best]):,}, all it fits, the "
-                    f"method at batch {int(method):,}")
+        kind = Item("end-to-end", (int(p.g.e2e_baseline_batch[best]), int(method)))
     if scope in SCOPES:
-        headline = f"{scope} only: {SCOPES[scope]}, not the whole step"
+        kind = Item("scope", (scope,))
     elif capacity_bound is not None and capacity_bound >= bound * (1 - 1e-9):     # a tie: the batch is the largest
-        bound, headline = max(bound, capacity_bound), "capacity: each side at its largest batch that fits"
-    chosen = {**{k: setting[k] for k in PRICED + ("pipeline", "offload", "baseline_model") if k in setting},
-              "model": setting.get("model"),
-              "hardware": hardware, "phase": phase, "batch": int(p.grid.batch[best]),
-              "context": int(p.grid.context[best])}
+        bound, kind = max(bound, capacity_bound), Item("capacity")
+    chosen = PaperSetting(tuple((k, setting[k]) for k in PRICED + ("pipeline", "offload", "baseline_model")
+                                if k in setting),
+                          setting.get("model"), hardware, phase, int(p.grid.batch[best]), int(p.grid.context[best]),
+                          tuple(k for k in ("batch", "context") if k not in setting))
     spec = claim.change.get("speculative")
     if isinstance(spec, dict):
         # the number that priced the bound: the setting's domain's, else the card's default
@@ -280,32 +310,23 @@ def check(claim: Claim, catalog: Catalog) -> dict[str, Any]:
             [k for k in ("tokens_per_step", "acceptance") if k in spec]
         quoted = [p for p in paths if "quote" in claim.evidence.get(f"change.speculative.{p}", {})]
         if not quoted:
-            values = ", ".join(f"{p} {spec['by_domain'][domain] if p.startswith('by_domain') else spec[p]}"
-                               for p in paths)
-            assumed.append(f"the bound rests on the card's own assumption ({values}), not on a number the paper "
-                           f"reports: it cannot falsify the card")
-    out: dict[str, Any] = {
-        "reported": reported, "bound": bound, "exceeds_bound": bool(reported > bound * TOLERANCE),
-        "tolerance": TOLERANCE, "metric": metric, "scope": scope, "bound_kind": headline,
-        "setting": chosen, "setting_words": _setting_words(chosen, setting),
-        "baseline_fits": bool(p.max_batch[0][best] >= p.grid.batch[best]),
-        "capacity_bound": capacity_bound,
-        "capacity_batches": list(capacity_batches) if capacity_batches else None,
-        "assumed": assumed, "likely_sources": [], "note": "", "evidence": claim.evidence,
-        "warnings": noops.warnings(claim.change, [cat.hardware[hardware]], [("the paper's setting", phase)],
-                                   domains=None),
-    }
-    if not out["baseline_fits"]:
+            assumed.append(Item("speculative-assumption", tuple(
+                f"{p} {spec['by_domain'][domain] if p.startswith('by_domain') else spec[p]}" for p in paths)))
+    baseline_fits = bool(p.max_batch[0][best] >= p.grid.batch[best])
+    misfit = None
+    if not baseline_fits:
         weights, room = float(p.mems[0].weights[best]), float(p.g.capacity[best])
         if weights >= room:
-            gpus = int(np.ceil(weights * chosen.get("tp", 1) * chosen.get("pipeline", 1) / room))
-            out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: its weights alone "
-                           f"need {gpus} GPUs of this kind (claim.setting.tp or pipeline) or offloading "
-                           f"(claim.setting.offload); the bound assumes it ran")
+            tp, stages = setting.get("tp", 1), setting.get("pipeline", 1)
+            misfit = Item("weights", (int(np.ceil(weights * tp * stages / room)),))
         else:
-            out["note"] = (f"the paper's baseline does not fit in memory in its stated setting: its weights fit, "
-                           f"but not the KV of batch {chosen['batch']:,} at {chosen['context']:,} tokens (it "
-                           f"fits {int(p.max_batch[0][best]):,} sequences); the bound assumes it ran")
-    if out["exceeds_bound"]:
-        out["likely_sources"] = _sources(claim, metric, capacity_bound, bound, capacity_batches)
-    return out
+            misfit = Item("kv", (chosen.batch, chosen.context, int(p.max_batch[0][best])))
+    exceeds = bool(reported > bound * TOLERANCE)
+    return PaperCheck(
+        reported, bound, exceeds, assumed=tuple(assumed), metric=metric, scope=scope, kind=kind, setting=chosen,
+        baseline_fits=baseline_fits, capacity_bound=capacity_bound,
+        capacity_batches=tuple(capacity_batches) if capacity_batches else None,   # type: ignore[arg-type]
+        likely_sources=_sources(claim, metric, capacity_bound, bound, capacity_batches) if exceeds else (),
+        misfit=misfit,
+        warnings=tuple(noops.warnings(claim.change, [cat.hardware[hardware]], [("the paper's setting", phase)],
+                                      domains=None)))

@@ -169,7 +169,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                              (g.speedup_theoretical, g.speedup_implementation, g.speedup_end_to_end,
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
-    found += [w for w in check.get("warnings", []) if w not in found]
+    found += [w for w in check.warnings if w not in found]
     window = np.flatnonzero(verdicts.beyond_window(m))
     if window.size:
         # a grid's phases are blocks of one name: distinct by the name the notice prints, not the block

@@ -20,7 +20,7 @@ from ..inputs.workloads import Settings, Workloads
 from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from . import cells as cells_mod
-from . import notices, plan
+from . import notices, papercheck, plan
 from .directions import DIRECTIONS
 from .reasons import decision_reasons
 from .regions import analysis_dict
@@ -104,8 +104,7 @@ class Result:
         return {
             "version": JSON_VERSION,
             "claim": claim,
-            "paper_check": {**ev.paper_check, **({"warnings": notices.as_json(ev.paper_check["warnings"])}
-                                                 if "warnings" in ev.paper_check else {})},
+            "paper_check": papercheck.as_json(ev.paper_check, ev.claim.evidence),
             "warnings": notices.as_json(ev.warnings),
             "workloads": ev.matrix.source,
             "cells": self.cells(cell_limit),
