@@ -78,7 +78,7 @@ def fig13() -> list[float]:
                    ("Orca (Oracle)", Scheduler(kv="reserve", reserve="oracle")),
                    ("vLLM", Scheduler(kv="paged")))
         for (system, sched), want in zip(systems, published, strict=True):
-            got = serving.Side(cost, sched, window).run(tt, rate)["mean_batch"]
+            got = serving.Side(cost, sched, window).run(tt, rate).mean_batch
             errors.append(got / want - 1)
             print(f"   {name:<9} {rate:4g} req/s  {system:<14} {err(got, want)}")
     return errors
@@ -89,8 +89,8 @@ def paged_gain() -> None:
     r = triage.evaluate(ROOT / "claims" / "pagedattention-vllm.yaml", ROOT / "examples" / "serving-sharegpt.yaml",
                         analyse=False)
     g = next(iter(r.evaluation.serving.values()))
-    print(f"   OPT-13B, ShareGPT-like, A100 40GB: {g['gain']['end_to_end']:.2f}x "
-          f"({g['baseline']['max_rate_at_slo_rps']:.3g} -> {g['claim']['max_rate_at_slo_rps']:.3g} requests/s); "
+    print(f"   OPT-13B, ShareGPT-like, A100 40GB: {g.gain:.2f}x "
+          f"({g.baseline.max_rate_at_slo_rps:.3g} -> {g.claim.max_rate_at_slo_rps:.3g} requests/s); "
           f"published range 2.7x-8x")
 
 
@@ -105,8 +105,8 @@ def sarathi() -> float:
                         "scheduler": {"policy": "continuous", "max_seqs": 128, "max_batched_tokens": 8192}}]}
     r = triage.evaluate(ROOT / "claims" / "sarathi-serve.yaml", w, analyse=False)
     g = next(iter(r.evaluation.serving.values()))
-    gain = g["gain"]["end_to_end"]
-    print(f"   capacity {g['baseline']['max_rate_at_slo_rps']:.3g} -> {g['claim']['max_rate_at_slo_rps']:.3g} "
+    gain = g.gain
+    print(f"   capacity {g.baseline.max_rate_at_slo_rps:.3g} -> {g.claim.max_rate_at_slo_rps:.3g} "
           f"requests/s: {err(gain, 2.6)} (abstract; §5.2 reports 3.5x at budget 512)")
     return gain / 2.6 - 1
 

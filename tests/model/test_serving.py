@@ -2,6 +2,7 @@
 theory (Little's law; a near-empty system serves each request at the step times; overload grows the queue)."""
 
 import dataclasses
+import types
 
 import numpy as np
 import pytest
@@ -57,22 +58,22 @@ def test_a_near_empty_system_serves_each_request_at_the_step_times():
     prefill, decode = ev.gaps.base.time_end_to_end
     side = serving.Side(_cost(ev), Scheduler())
     r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
-    assert r["ttft_s"]["p50"] == pytest.approx(prefill, rel=0.01)
-    assert r["tpot_s"]["p50"] == pytest.approx(decode, rel=0.01)
-    assert r["mean_batch"] == pytest.approx(1.0, abs=0.05)
+    assert r.ttft_s.p50 == pytest.approx(prefill, rel=0.01)
+    assert r.tpot_s.p50 == pytest.approx(decode, rel=0.01)
+    assert r.mean_batch == pytest.approx(1.0, abs=0.05)
 
 
 def test_littles_law_holds_and_overload_grows_the_queue():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     side = serving.Side(_cost(ev), Scheduler(policy="continuous", max_seqs=64))
     ok = side.run(_traffic(requests=2000), 8.0)
-    law = ok["littles_law"]
-    assert law["in_system"] == pytest.approx(law["rate_times_latency"], rel=0.05)       # L = λW
-    assert ok["throughput_rps"] == pytest.approx(8.0, rel=0.1)
+    law = ok.littles_law
+    assert law.in_system == pytest.approx(law.rate_times_latency, rel=0.05)       # L = λW
+    assert ok.throughput_rps == pytest.approx(8.0, rel=0.1)
     # far above what the engine completes: the queue (and TTFT) grows with the stream's length, goodput falls
     short, long = (side.run(_traffic(requests=n, slo_ttft_s=2.0), 60.0) for n in (1000, 2000))
-    assert long["ttft_s"]["p50"] > 1.5 * short["ttft_s"]["p50"]
-    assert long["throughput_rps"] < 40.0 and long["goodput_rps"] < 0.5 * long["throughput_rps"]
+    assert long.ttft_s.p50 > 1.5 * short.ttft_s.p50
+    assert long.throughput_rps < 40.0 and long.goodput_rps < 0.5 * long.throughput_rps
 
 
 def test_the_azure_conversation_trace_at_low_rate():
@@ -82,9 +83,9 @@ def test_the_azure_conversation_trace_at_low_rate():
     median = float(np.median(t.trace.prompt[:1000]))
     pre = _priced([{"name": "p", "phase": "prefill", "context": int(median), "batch": 1}], model="mistral-7b")
     r = serving.Side(_cost(ev), Scheduler()).run(t, 0.02)
-    assert r["ttft_s"]["p50"] == pytest.approx(float(pre.gaps.base.time_end_to_end[0]), rel=0.05)
-    busy = serving.Side(_cost(ev), Scheduler()).run(t, 4.0)["littles_law"]
-    assert busy["in_system"] == pytest.approx(busy["rate_times_latency"], rel=0.05)
+    assert r.ttft_s.p50 == pytest.approx(float(pre.gaps.base.time_end_to_end[0]), rel=0.05)
+    busy = serving.Side(_cost(ev), Scheduler()).run(t, 4.0).littles_law
+    assert busy.in_system == pytest.approx(busy.rate_times_latency, rel=0.05)
 
 
 def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
@@ -97,9 +98,9 @@ def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
     t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=600)
     orca = Scheduler(policy="continuous", kv="reserve", reserve="max", max_length=2048)
     r = serving.Side(cost, orca).run(t, 2.0)
-    assert 6.3 <= r["mean_batch"] <= 7.0
+    assert 6.3 <= r.mean_batch <= 7.0
     paged = serving.Side(cost, dataclasses.replace(orca, kv="paged")).run(t, 2.0)
-    assert paged["mean_batch"] > 2 * r["mean_batch"]
+    assert paged.mean_batch > 2 * r.mean_batch
 
 
 @pytest.mark.parametrize("preemption", ["recompute", "swap"])
@@ -131,7 +132,7 @@ def test_disaggregation_prices_each_pool_and_counts_its_gpus():
     r = side.run(_traffic(requests=200), 0.05)
     # nothing waits: TTFT is the prefill; the first decode waits for the KV over the link (512 tokens x
     # 512 KiB / 300 GB/s = 0.9 ms)
-    assert r["ttft_s"]["p50"] == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
+    assert r.ttft_s.p50 == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
 
 
 def test_the_same_seed_gives_the_same_simulation():
@@ -148,8 +149,8 @@ def test_prefix_caching_prefills_a_shared_prefix_once():
     t = dataclasses.replace(_traffic(requests=100), prefix_share=1.0, prefix_tokens=400)
     cached = serving.Side(cost, Scheduler(prefix_caching=True)).run(t, 0.01)
     plain = serving.Side(cost, Scheduler()).run(t, 0.01)
-    assert cached["ttft_s"]["p50"] == pytest.approx(cost.scalar(112, 1, 400, 112 * 400 + 112 * 113 / 2, 1), rel=1e-6)
-    assert plain["ttft_s"]["p50"] == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
+    assert cached.ttft_s.p50 == pytest.approx(cost.scalar(112, 1, 400, 112 * 400 + 112 * 113 / 2, 1), rel=1e-6)
+    assert plain.ttft_s.p50 == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
 
 
 @pytest.mark.parametrize("policy,preemption", [("chunked", "swap"), ("chunked", "recompute"),
@@ -196,7 +197,7 @@ def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_que
             self.capacity = capacity
 
         def run(self, traffic, rate):
-            return {"slo_met": rate <= self.capacity}
+            return types.SimpleNamespace(slo_met=rate <= self.capacity)
     t = _traffic(slo_tbt_s=0.1)
     for capacity in (0.003, 0.0045, 0.0075, 3.0, 700.0):
         assert serving.max_rate(Stub(capacity), t, 2.0) == pytest.approx(capacity, rel=0.01)
@@ -206,7 +207,7 @@ def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_que
     best = serving.max_rate(side, dataclasses.replace(t, requests=300), 4.0)
     assert 5.0 < best < 200.0
     over = side.run(dataclasses.replace(t, requests=2000), 4 * best)
-    assert not over["slo_met"] and 0 < over["throughput_rps"] < 0.9 * 4 * best
+    assert not over.slo_met and 0 < over.throughput_rps < 0.9 * 4 * best
 
 
 def test_gpus_count_each_instances_tensor_parallel_group():
@@ -258,7 +259,7 @@ def test_a_near_empty_moe_system_serves_each_request_at_the_step_times():
                          analyse=False).evaluation
     side = serving.Side(_cost(ev), Scheduler(), tp=2)
     r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
-    assert r["tpot_s"]["p50"] == pytest.approx(float(ev.gaps.base.time_end_to_end[0]), rel=0.01)
+    assert r.tpot_s.p50 == pytest.approx(float(ev.gaps.base.time_end_to_end[0]), rel=0.01)
 
 
 def test_mixtral_on_eight_h100s_serves_its_kv_room_at_a_tpot_under_200_ms():
@@ -274,5 +275,5 @@ def test_mixtral_on_eight_h100s_serves_its_kv_room_at_a_tpot_under_200_ms():
     assert side.cost.kv_tokens == pytest.approx((8 * 81559 * 2**20 - 8 * 2**30 - 46.7e9 * 2) / 131072, rel=0.005)
     r = side.run(_traffic(rates=(400.0,), requests=3000, prompt=Lengths("fixed", 1024),
                           output=Lengths("fixed", 256)), 400.0)
-    assert 600 <= r["mean_batch"] <= 1024
-    assert 93.4e9 / 8 / (3.35e12 * 0.85) <= r["tpot_s"]["p50"] <= r["tpot_s"]["p99"] < 0.200
+    assert 600 <= r.mean_batch <= 1024
+    assert 93.4e9 / 8 / (3.35e12 * 0.85) <= r.tpot_s.p50 <= r.tpot_s.p99 < 0.200

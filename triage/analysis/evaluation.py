@@ -15,6 +15,7 @@ from .decision import Decision
 from .notices import Notice
 from .papercheck import PaperCheck
 from .regions import Analysis
+from .serving import Results
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Evaluation:
     # (layer -> (low, high) arrays); empty without one
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     # workloads with traffic: the serving simulation per (block, model, hardware) index, baseline and claim
-    serving: dict[tuple[int, int, int], dict[str, Any]] = field(default_factory=dict)
+    serving: Results = field(default_factory=dict)
     incumbent: IncumbentPrice | None = None                   # the shipped alternative, where the class has one
 
     def __len__(self) -> int:

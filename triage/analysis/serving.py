@@ -9,9 +9,8 @@ arrival), so above capacity it stops at what the engine completes while the queu
 
 from __future__ import annotations
 
-import copy
 import threading
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -81,19 +80,86 @@ def requests(traffic: Traffic, rate: float, max_tokens: float) -> Requests:
     return Requests(arrival - arrival[0], prompt, output, shared)
 
 
-def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class Percentiles:
+    """P50, P90, P99 and mean of one latency, in seconds (NaN where no request gave one)."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    def at(self, which: str) -> float:
+        """The percentile a traffic's SLO names: 'p50', 'p90' or 'p99'."""
+        return float(getattr(self, which))
+
+
+@dataclass(frozen=True)
+class LittlesLaw:
+    """The check on a rate's statistics: time-average requests in the system against arrival rate × mean time."""
+
+    in_system: float
+    rate_times_latency: float
+
+
+@dataclass(frozen=True)
+class RateStats:
+    """One rate's latency percentiles, throughput, goodput and whether it meets the SLO (field order: the JSON's)."""
+
+    rate_rps: float
+    ttft_s: Percentiles
+    tbt_s: Percentiles
+    tpot_s: Percentiles
+    e2e_s: Percentiles
+    throughput_rps: float
+    output_tokens_per_s: float
+    goodput_rps: float
+    slo_met: bool
+    mean_batch: float
+    preemptions: int
+    requests: int
+    warmup_requests: int
+    simulated_s: float
+    littles_law: LittlesLaw
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's simulation: every rate, the largest at the SLO, the deployment, and the GPU-seconds a request
+    costs at the rate the gain reads."""
+
+    rates: tuple[RateStats, ...]
+    max_rate_at_slo_rps: float | None
+    gpus: int
+    kv_tokens: float
+    scheduler: str
+    scheduler_config: Scheduler
+    gpu_seconds_per_request: float
+
+
+@dataclass(frozen=True)
+class Served:
+    """Baseline and claim of one workload × model × chip, and the gain the verdict reads: the ratio of the
+    largest rates at the SLO per GPU (``basis`` max_rate_at_slo), else of the goodput at the highest rate."""
+
+    baseline: SideResult
+    claim: SideResult
+    gain: float
+    basis: str
+
+
+def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
     """P50, P90, P99 and mean of (weighted) values, in seconds."""
     if values.size == 0:
-        return {"p50": float("nan"), "p90": float("nan"), "p99": float("nan"), "mean": float("nan")}
+        return Percentiles(float("nan"), float("nan"), float("nan"), float("nan"))
     w = np.ones_like(values) if weights is None else weights
     order = np.argsort(values, kind="stable")
     v, cw = values[order], np.cumsum(w[order])
-    q = {k: float(v[min(np.searchsorted(cw, p * cw[-1]), v.size - 1)]) for k, p in
-         (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
-    return {**q, "mean": float(np.average(values, weights=w))}
+    q = [float(v[min(np.searchsorted(cw, p * cw[-1]), v.size - 1)]) for p in (0.5, 0.9, 0.99)]
+    return Percentiles(q[0], q[1], q[2], float(np.average(values, weights=w)))
 
 
-def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> dict[str, Any]:
+def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> RateStats:
     """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law). TTFT, TPOT and
     end-to-end percentiles are over the measured requests, and so are the time-between-tokens percentiles when
     the simulation was told which requests are measured (Side.run does)."""
@@ -128,39 +194,30 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> di
     in_system = float(overlap.sum() / span)
     arrivals_in = (n - start - 1) / span
     throughput = float(completed.sum() / span)
-    summaries = {"ttft": _summary(ttft[finished]), "tbt": _summary(gaps, weights), "tpot": _summary(tpot)}
-    return {
-        "rate_rps": rate,
-        "ttft_s": summaries["ttft"], "tbt_s": summaries["tbt"], "tpot_s": summaries["tpot"],
-        "e2e_s": _summary(e2e[finished]),
-        "throughput_rps": throughput,
-        "output_tokens_per_s": float(req.output[completed].sum() / span),
-        "goodput_rps": float(meets.sum() / span),
+    ttft_s, tbt_s, tpot_s = _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot)
+    return RateStats(
+        rate, ttft_s, tbt_s, tpot_s, _summary(e2e[finished]), throughput,
+        float(req.output[completed].sum() / span), float(meets.sum() / span),
         # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
         # queue fails whatever the latency bounds say) and the bounds hold
-        "slo_met": throughput >= STABLE * arrivals_in and _slo_met(
-            traffic, summaries["ttft"], summaries["tbt"], summaries["tpot"], finished.all()),
-        "mean_batch": out.batch_seconds / out.busy_s if out.busy_s else 0.0,
-        "preemptions": out.preemptions,
-        "requests": int(n - start), "warmup_requests": start, "simulated_s": float(np.nanmax(out.done)),
-        "littles_law": {"in_system": in_system, "rate_times_latency": arrivals_in * float(np.mean(e2e[finished]))
-                        if finished.all() else float("nan")},
-    }
+        throughput >= STABLE * arrivals_in and _slo_met(traffic, ttft_s, tbt_s, tpot_s, finished.all()),
+        out.batch_seconds / out.busy_s if out.busy_s else 0.0, out.preemptions, int(n - start), start,
+        float(np.nanmax(out.done)),
+        LittlesLaw(in_system, arrivals_in * float(np.mean(e2e[finished])) if finished.all() else float("nan")))
 
 
-def _slo_met(traffic: Traffic, ttft: dict[str, float], tbt: dict[str, float], tpot: dict[str, float],
-             all_done: bool) -> bool:
+def _slo_met(traffic: Traffic, ttft: Percentiles, tbt: Percentiles, tpot: Percentiles, all_done: bool) -> bool:
     """Whether a rate meets the SLO: TTFT, TBT and TPOT at their percentiles (P99 unless the traffic says)
     within their targets, and every request served."""
     ok = all_done
     for bound, at, values in ((traffic.slo_ttft_s, traffic.ttft_at, ttft), (traffic.slo_tbt_s, traffic.tbt_at, tbt),
                               (traffic.slo_tpot_s, traffic.tpot_at, tpot)):
         if bound is not None:
-            ok = ok and values[at] <= bound
+            ok = ok and values.at(at) <= bound
     return bool(ok)
 
 
-_MEMO: dict[tuple[Any, ...], tuple[Traffic, dict[str, Any]]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
 _MEMO_LOCK = threading.Lock()        # the sensitivity's variants simulate in threads (analysis/regions.py)
 
 
@@ -174,14 +231,14 @@ class Side:
     tp: int = 1                       # GPUs of one instance (tensor parallel)
     budget: Budget = field(default_factory=Budget, compare=False)   # the run's token-steps left (serving_work)
 
-    def run(self, traffic: Traffic, rate: float) -> dict[str, Any]:
+    def run(self, traffic: Traffic, rate: float) -> RateStats:
         """The statistics of one rate; a run already simulated with the same inputs is taken from the memo
         (a sensitivity variant's baseline, or a claim side the variant leaves as it was)."""
         key = (self._fingerprint(), id(traffic), rate)
         with _MEMO_LOCK:
             hit = _MEMO.get(key)
         if hit is not None and hit[0] is traffic:
-            return copy.deepcopy(hit[1])
+            return hit[1]
         req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
         measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
         out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
@@ -189,7 +246,7 @@ class Side:
         with _MEMO_LOCK:
             while len(_MEMO) >= SERVING_MEMO_RUNS:
                 _MEMO.pop(next(iter(_MEMO)))
-            _MEMO[key] = (traffic, copy.deepcopy(out))  # the traffic kept alive: its id stays its own
+            _MEMO[key] = (traffic, out)     # the traffic kept alive with its entry: its id stays its own
         return out
 
     def _fingerprint(self) -> tuple[Any, ...]:
@@ -210,7 +267,7 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
         return None
     low, high = 0.0, min(max(hint, SERVING_RATE_MIN), SERVING_RATE_MAX)
     for _ in range(DOUBLINGS):                # up from the hint while the SLO holds
-        if not side.run(traffic, high)["slo_met"]:
+        if not side.run(traffic, high).slo_met:
             break
         low, high = high, min(high * 2, SERVING_RATE_MAX)
         if low == SERVING_RATE_MAX:
@@ -223,7 +280,7 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
         probe = high / 4
         if probe < SERVING_RATE_MIN:
             return 0.0
-        if side.run(traffic, probe)["slo_met"]:
+        if side.run(traffic, probe).slo_met:
             low = probe
         else:
             high = probe
@@ -231,40 +288,34 @@ def max_rate(side: Side, traffic: Traffic, hint: float) -> float | None:
         return 0.0
     for _ in range(SEARCH_STEPS):             # bisection in log space: a factor of 2^(1/2^k) at the end
         mid = float(np.sqrt(low * high))
-        low, high = (mid, high) if side.run(traffic, mid)["slo_met"] else (low, mid)
+        low, high = (mid, high) if side.run(traffic, mid).slo_met else (low, mid)
     return low
 
 
-def serve(base: Side, claim: Side, traffic: Traffic) -> dict[str, Any]:
+def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
     """Both sides at every rate, the largest rate at the SLO of each (per GPU of the deployment), and the gain
     the verdict reads: the max-rate ratio, else the goodput ratio at the highest rate."""
-    out: dict[str, Any] = {}
+    rates, best = {}, {}
     for name, side in (("baseline", base), ("claim", claim)):
-        rates = [side.run(traffic, r) for r in traffic.rates]
-        best = max_rate(side, traffic, max(traffic.rates))
-        out[name] = {"rates": rates, "max_rate_at_slo_rps": best, "gpus": side.gpus(),
-                     "kv_tokens": side.cost.kv_tokens, "scheduler": side.scheduler.policy,
-                     "scheduler_config": {k: v for k, v in asdict(side.scheduler).items()}}
-    b, c = out["baseline"], out["claim"]
-    per_gpu = (b["gpus"], c["gpus"])
-    if b["max_rate_at_slo_rps"] and c["max_rate_at_slo_rps"] is not None:
-        gain = (c["max_rate_at_slo_rps"] / per_gpu[1]) / (b["max_rate_at_slo_rps"] / per_gpu[0])
-        basis = "max_rate_at_slo"
+        rates[name] = tuple(side.run(traffic, r) for r in traffic.rates)
+        best[name] = max_rate(side, traffic, max(traffic.rates))
+    gpus = (base.gpus(), claim.gpus())
+    b, c = best["baseline"], best["claim"]
+    if b and c is not None:
+        gain, basis = (c / gpus[1]) / (b / gpus[0]), "max_rate_at_slo"
     else:
-        gb, gc = b["rates"][-1]["goodput_rps"], c["rates"][-1]["goodput_rps"]
-        gain = (gc / per_gpu[1]) / (gb / per_gpu[0]) if gb > 0 else float("nan")
-        basis = "goodput"
-    out["gain"] = {"end_to_end": gain, "basis": basis}
-    for name in ("baseline", "claim"):          # GPU-seconds a request costs at the rate the gain reads
-        side = out[name]
-        rate = side["max_rate_at_slo_rps"] if basis == "max_rate_at_slo" else side["rates"][-1]["goodput_rps"]
-        side["gpu_seconds_per_request"] = side["gpus"] / rate if rate else float("nan")
-    return out
+        gb, gc = rates["baseline"][-1].goodput_rps, rates["claim"][-1].goodput_rps
+        gain, basis = ((gc / gpus[1]) / (gb / gpus[0]) if gb > 0 else float("nan")), "goodput"
+
+    def side_result(name: str, side: Side, n: int) -> SideResult:
+        # GPU-seconds a request costs at the rate the gain reads
+        rate = best[name] if basis == "max_rate_at_slo" else rates[name][-1].goodput_rps
+        return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
+                          n / rate if rate else float("nan"))
+    return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)
 
 
-
-
-Results = dict[tuple[int, int, int], dict[str, Any]]
+Results = dict[tuple[int, int, int], Served]
 
 
 def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") -> IterationCost:
@@ -385,10 +436,10 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: 
     claim_req = np.array(np.broadcast_to(g.claim_request_s, (len(m),)), dtype=float)
     for (b, mi, hi), r in results.items():
         same = (m.block_idx == b) & (m.model_idx == mi) & (m.hardware_idx == hi)
-        gain[same] = r["gain"]["end_to_end"]
-        basis[same] = layers.e2e_metric_code(r["gain"]["basis"])
-        base_req[same] = r["baseline"]["gpu_seconds_per_request"]
-        claim_req[same] = r["claim"]["gpu_seconds_per_request"]
+        gain[same] = r.gain
+        basis[same] = layers.e2e_metric_code(r.basis)
+        base_req[same] = r.baseline.gpu_seconds_per_request
+        claim_req[same] = r.claim.gpu_seconds_per_request
     served = ~np.isnan(gain)
     return results, replace(g, speedup_end_to_end=np.where(served, gain, g.speedup_end_to_end),
                             base_request_s=base_req, claim_request_s=claim_req,

@@ -17,6 +17,7 @@ from ..analysis.regions import marginal
 from ..model.layers import E2E_METRICS, Variant
 from ..model.roofline import GROUPS
 from ..model.verdicts import LABELS
+from . import serving as serving_words
 from .reasons import reasons
 
 Columns = dict[str, np.ndarray]
@@ -149,19 +150,6 @@ def _nest(tree: dict[str, Any], lists: list[list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in zip(*children, strict=True)]
 
 
-def serving_json(result: dict[str, Any]) -> dict[str, Any]:
-    """A serving simulation as the JSON contract names it (NaN as null)."""
-    def clean(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [clean(x) for x in v]
-        if isinstance(v, float) and not np.isfinite(v):
-            return None
-        return v
-    return clean(result)
-
-
 def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` cells (all when None) as the JSON contract describes them."""
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
@@ -180,11 +168,11 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
             cell["reasons"] = why
         m = ev.matrix
         for (b, mi, hi), result in ev.serving.items():       # a workload's traffic: its simulation, one object
-            served = serving_json(result)
-            base, claim = result["baseline"], result["claim"]
-            first = (f"the serving simulation decides: {result['gain']['end_to_end']:.3f}× in "
-                     + ("the largest rate at the SLO" if result["gain"]["basis"] == "max_rate_at_slo" else "goodput")
-                     + f" ({base['scheduler']} → {claim['scheduler']} scheduler); the step-level reasons follow")
+            served = serving_words.as_json(result)
+            first = (f"the serving simulation decides: {result.gain:.3f}× in "
+                     + ("the largest rate at the SLO" if result.basis == "max_rate_at_slo" else "goodput")
+                     + f" ({result.baseline.scheduler} → {result.claim.scheduler} scheduler); the step-level "
+                       f"reasons follow")
             for i in np.flatnonzero((m.block_idx[:n] == b) & (m.model_idx[:n] == mi) & (m.hardware_idx[:n] == hi)):
                 out[i]["serving"] = served
                 out[i]["reasons"] = [first, *out[i]["reasons"]]

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 from ..analysis.evaluation import Evaluation
+from ..analysis.serving import Served, SideResult
 from ..inputs import units
 
 
@@ -13,36 +17,51 @@ def _t(v: float | None) -> str:
     return units.fmt_time(v) if v is not None and v == v else "—"
 
 
-def _why(b: dict[str, Any], c: dict[str, Any], gain: dict[str, Any]) -> str:
+def as_json(result: Served) -> dict[str, Any]:
+    """A serving simulation as the JSON contract names it (NaN as null)."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [clean(x) for x in v]
+        if isinstance(v, float) and not np.isfinite(v):
+            return None
+        return v
+    return {"baseline": clean(asdict(result.baseline)), "claim": clean(asdict(result.claim)),
+            "gain": clean({"end_to_end": result.gain, "basis": result.basis})}
+
+
+def _why(b: SideResult, c: SideResult, r: Served) -> str:
     """The gain in terms of batch, memory and queueing, at the highest rate both sides were run at."""
-    rb, rc = b["rates"][-1], c["rates"][-1]
-    parts = [f"at {rb['rate_rps']:g} requests/s the baseline runs {rb['mean_batch']:.1f} sequences a step on "
-             f"average and the claim {rc['mean_batch']:.1f}"]
+    rb, rc = b.rates[-1], c.rates[-1]
+    parts = [f"at {rb.rate_rps:g} requests/s the baseline runs {rb.mean_batch:.1f} sequences a step on "
+             f"average and the claim {rc.mean_batch:.1f}"]
     def shown(k: str, v: Any) -> str:
         if k.endswith("bytes_per_s"):
             return units.fmt_bandwidth(v)
         return units.fmt_time(v) if k.endswith("_s") else str(v)
+    base_config, claim_config = asdict(b.scheduler_config), asdict(c.scheduler_config)
     changed = [f"{k.replace('_bytes_per_s', '').replace('_s', '').replace('_', ' ')} "
-               f"{shown(k, b['scheduler_config'][k])} → {shown(k, v)}"
-               for k, v in c["scheduler_config"].items() if b["scheduler_config"].get(k) != v]
+               f"{shown(k, base_config[k])} → {shown(k, v)}"
+               for k, v in claim_config.items() if base_config.get(k) != v]
     if changed:
         parts.append("the scheduler changes " + ", ".join(changed))
-    if abs(c["kv_tokens"] - b["kv_tokens"]) > 0.01 * b["kv_tokens"]:
-        parts.append(f"the KV cache holds {b['kv_tokens']:,.0f} → {c['kv_tokens']:,.0f} tokens")
-    if rb["preemptions"] or rc["preemptions"]:
-        parts.append(f"preemptions {rb['preemptions']:,} → {rc['preemptions']:,}")
-    parts.append(f"median TTFT (queueing and prefill) {_t(rb['ttft_s']['p50'])} → {_t(rc['ttft_s']['p50'])}, "
-                 f"P99 time between tokens {_t(rb['tbt_s']['p99'])} → {_t(rc['tbt_s']['p99'])} (a decode waits "
+    if abs(c.kv_tokens - b.kv_tokens) > 0.01 * b.kv_tokens:
+        parts.append(f"the KV cache holds {b.kv_tokens:,.0f} → {c.kv_tokens:,.0f} tokens")
+    if rb.preemptions or rc.preemptions:
+        parts.append(f"preemptions {rb.preemptions:,} → {rc.preemptions:,}")
+    parts.append(f"median TTFT (queueing and prefill) {_t(rb.ttft_s.p50)} → {_t(rc.ttft_s.p50)}, "
+                 f"P99 time between tokens {_t(rb.tbt_s.p99)} → {_t(rc.tbt_s.p99)} (a decode waits "
                  f"for every prefill the scheduler puts before it)")
-    if gain["basis"] == "max_rate_at_slo":
-        per = (f" ({b['gpus']} and {c['gpus']} GPUs: per GPU, {gain['end_to_end']:.2f}×)"
-               if b["gpus"] != c["gpus"] or b["gpus"] > 1 else f": {gain['end_to_end']:.2f}×")
-        parts.append(f"the SLO holds up to {b['max_rate_at_slo_rps']:.3g} → {c['max_rate_at_slo_rps']:.3g} "
+    if r.basis == "max_rate_at_slo":
+        assert b.max_rate_at_slo_rps is not None and c.max_rate_at_slo_rps is not None
+        per = (f" ({b.gpus} and {c.gpus} GPUs: per GPU, {r.gain:.2f}×)"
+               if b.gpus != c.gpus or b.gpus > 1 else f": {r.gain:.2f}×")
+        parts.append(f"the SLO holds up to {b.max_rate_at_slo_rps:.3g} → {c.max_rate_at_slo_rps:.3g} "
                      f"requests/s{per}, the end-to-end gain the verdict reads")
     else:
-        why = "no SLO is given" if b["max_rate_at_slo_rps"] is None else "no rate meets the SLO on the baseline"
-        parts.append(f"{why}: the gain is the goodput's at {rb['rate_rps']:g} requests/s, per GPU, "
-                     f"{gain['end_to_end']:.2f}×")
+        why = "no SLO is given" if b.max_rate_at_slo_rps is None else "no rate meets the SLO on the baseline"
+        parts.append(f"{why}: the gain is the goodput's at {rb.rate_rps:g} requests/s, per GPU, {r.gain:.2f}×")
     return "; ".join(parts)
 
 
@@ -54,30 +73,30 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         block = m.blocks[bi]
         t = block.traffic
         assert t is not None
-        b, c = r["baseline"], r["claim"]
-        first = b["rates"][0]
+        b, c = r.baseline, r.claim
+        first = b.rates[0]
         slo = [f"{name} ≤ {_t(v)} ({at})" for name, v, at in (("TTFT", t.slo_ttft_s, t.ttft_at),
                                                                ("TBT", t.slo_tbt_s, t.tbt_at),
                                                                ("TPOT", t.slo_tpot_s, t.tpot_at)) if v]
-        rows = [{"rate": x["rate_rps"], "side": side, "ttft_p50": _t(x["ttft_s"]["p50"]),
-                 "ttft_p99": _t(x["ttft_s"]["p99"]), "tbt_p50": _t(x["tbt_s"]["p50"]), "tbt_p99": _t(x["tbt_s"]["p99"]),
-                 "tpot_p50": _t(x["tpot_s"]["p50"]),
-                 "throughput": x["throughput_rps"], "goodput": x["goodput_rps"], "batch": x["mean_batch"],
-                 "within": x["goodput_rps"] / x["throughput_rps"] if x["throughput_rps"] > 0 else None,
-                 "slo_met": x["slo_met"] if slo else None}
-                for x_b, x_c in zip(b["rates"], c["rates"], strict=True)
+        rows = [{"rate": x.rate_rps, "side": side, "ttft_p50": _t(x.ttft_s.p50),
+                 "ttft_p99": _t(x.ttft_s.p99), "tbt_p50": _t(x.tbt_s.p50), "tbt_p99": _t(x.tbt_s.p99),
+                 "tpot_p50": _t(x.tpot_s.p50),
+                 "throughput": x.throughput_rps, "goodput": x.goodput_rps, "batch": x.mean_batch,
+                 "within": x.goodput_rps / x.throughput_rps if x.throughput_rps > 0 else None,
+                 "slo_met": x.slo_met if slo else None}
+                for x_b, x_c in zip(b.rates, c.rates, strict=True)
                 for side, x in (("baseline", x_b), ("claim", x_c))]
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
                     "trace": "the trace's arrival gaps scaled to each rate"}[t.arrivals]
         out.append({
             "workload": block.name, "model": m.models[mi].label, "hardware": m.hardware[hi].key,
-            "traffic": (f"{first['requests'] + first['warmup_requests']:,} requests a rate, {arrivals}; the first "
-                        f"{first['warmup_requests']:,} (warm-up) left out of the statistics; the lowest rate "
-                        f"simulates {_t(first['simulated_s'])}"),
-            "scheduler": f"{b['scheduler']} → {c['scheduler']}",
+            "traffic": (f"{first.requests + first.warmup_requests:,} requests a rate, {arrivals}; the first "
+                        f"{first.warmup_requests:,} (warm-up) left out of the statistics; the lowest rate "
+                        f"simulates {_t(first.simulated_s)}"),
+            "scheduler": f"{b.scheduler} → {c.scheduler}",
             "slo": "; ".join(slo) or "none (no largest rate is searched)",
-            "max_rate": (b["max_rate_at_slo_rps"], c["max_rate_at_slo_rps"]),
-            "gain": r["gain"]["end_to_end"], "rows": rows, "why": _why(b, c, r["gain"]),
+            "max_rate": (b.max_rate_at_slo_rps, c.max_rate_at_slo_rps),
+            "gain": r.gain, "rows": rows, "why": _why(b, c, r),
         })
     return out
 
@@ -90,11 +109,11 @@ def figure_series(ev: Evaluation) -> tuple[list[dict[str, Any]], dict[str, tuple
     t = ev.matrix.blocks[bi].traffic
     assert t is not None
     # each latency at the percentile its SLO holds at (P99 without one)
-    series = [{"name": name, "rate_rps": [x["rate_rps"] for x in r[key]["rates"]],
-               "ttft": [x["ttft_s"][t.ttft_at] for x in r[key]["rates"]],
-               "tbt": [x["tbt_s"][t.tbt_at] for x in r[key]["rates"]],
+    series = [{"name": name, "rate_rps": [x.rate_rps for x in side.rates],
+               "ttft": [x.ttft_s.at(t.ttft_at) for x in side.rates],
+               "tbt": [x.tbt_s.at(t.tbt_at) for x in side.rates],
                "labels": {"ttft": f"TTFT {t.ttft_at.upper()}", "tbt": f"TBT {t.tbt_at.upper()}"}}
-              for name, key in (("baseline", "baseline"), ("claim", "claim"))]
+              for name, side in (("baseline", r.baseline), ("claim", r.claim))]
     title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].label} on "
              f"{ev.matrix.hardware[hi].key} (serving simulation)")
     bounds = {k: (v, at) for k, v, at in (("ttft", t.slo_ttft_s, t.ttft_at), ("tbt", t.slo_tbt_s, t.tbt_at))
