@@ -174,12 +174,13 @@ def startup(runs: int) -> None:
 
 def serving(runs: int) -> None:
     common = ("import time, dataclasses, triage\nfrom triage.analysis import serving\n"
-              "from triage.inputs.traffic import Scheduler\nfrom triage.model.serving import simulate\n"
+              "from triage.inputs.traffic import Scheduler\nfrom triage.serving.policies import simulate\n"
+              "from triage.serving.requests import requests\n"
               "KV = {'id': 'c', 'title': 't', 'direction': 'cache', 'change': {'kv_bytes': 1.0}}\n"
               "ev = triage.evaluate(KV, W, analyse=False).evaluation\n"
               "cost = serving.cell_cost(ev.matrix, ev.claim, ev.gaps, 0)\n"
               "t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=100_000)\n"
-              "req = serving.requests(t, RATE, cost.kv_tokens)\n"
+              "req = requests(t, RATE, cost.kv_tokens)\n"
               "t0 = time.perf_counter(); out = simulate(req, cost, Scheduler(policy='continuous'))\n"
               "print('T', time.perf_counter() - t0, len(req))")
     for what, w, rate in (("Llama 2 7B, H100 SXM, Poisson 20 requests/s, 1024/256 tokens", repr(SATURATION), 20.0),

@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT))
 import triage  # noqa: E402
 from triage.analysis import serving  # noqa: E402
 from triage.inputs.traffic import Lengths, Scheduler  # noqa: E402
-from triage.model.serving import simulate  # noqa: E402
+from triage.serving.deployment import Side  # noqa: E402
+from triage.serving.policies import simulate  # noqa: E402
+from triage.serving.requests import requests  # noqa: E402
 
 KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
 
@@ -49,7 +51,7 @@ def cost_of(workloads):
 def speed() -> None:
     cost, t, _ = cost_of(ROOT / "examples" / "serving-conv.yaml")
     t = dataclasses.replace(t, requests=100_000)
-    req = serving.requests(t, 5.0, cost.kv_tokens)
+    req = requests(t, 5.0, cost.kv_tokens)
     print("1. 100,000 requests of the Azure conversation trace at 5 requests/s, Mistral 7B on an A100 80GB:")
     for policy in ("continuous", "chunked", "static"):
         start = time.perf_counter()
@@ -78,7 +80,7 @@ def fig13() -> list[float]:
                    ("Orca (Oracle)", Scheduler(kv="reserve", reserve="oracle")),
                    ("vLLM", Scheduler(kv="paged")))
         for (system, sched), want in zip(systems, published, strict=True):
-            got = serving.Side(cost, sched, window).run(tt, rate).mean_batch
+            got = Side(cost, sched, window).run(tt, rate).mean_batch
             errors.append(got / want - 1)
             print(f"   {name:<9} {rate:4g} req/s  {system:<14} {err(got, want)}")
     return errors

@@ -571,7 +571,7 @@ def test_long_outputs_keep_token_gaps_in_fixed_memory(tmp_path):
 
 
 def test_the_gap_sketch_is_exact_then_within_its_bin_width():
-    from triage.model.serving import GapSketch
+    from triage.serving.outcome import GapSketch
 
     values = np.random.default_rng(0).lognormal(-4.0, 1.0, 3_000_000)
     sketch = GapSketch()

@@ -98,11 +98,11 @@ def test_a_scheduler_change_without_traffic_is_a_warning_not_a_quiet_gain():
 
 
 def test_a_request_longer_than_the_cache_is_cut_to_fit(tmp_path):
-    from triage.analysis import serving
     from triage.inputs.traffic import Lengths, Traffic
+    from triage.serving.requests import requests as serving_requests
     t = Traffic((1.0,), "poisson", 1.0, None, Lengths("fixed", 10_000), Lengths("fixed", 100), 20, 0, 0.1,
                 None, None, None)
-    req = serving.requests(t, 1.0, 4096)
+    req = serving_requests(t, 1.0, 4096)
     assert (req.prompt + req.output <= 4096).all() and (req.output == 100).all()
 
 
@@ -115,7 +115,7 @@ def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
 
 
 def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path):
-    # By hand, in token-steps (model/serving.py: an output token 1, an iteration 100), the least a run takes: both
+    # By hand, in token-steps (serving/budget.py: an output token 1, an iteration 100), the least a run takes: both
     # sides at each listed rate (the rate search and sensitivity variants come on top, charged as they run).
     # 1,000,000 requests of 128 output tokens, each a prefill and two events: 128 + 3 x 100 = 428 a request a
     # side (Sarathi's chunked budget 512 takes a 512-token prompt in one iteration too): 2 x 428 x 1e6 x 4 rates
@@ -227,11 +227,13 @@ def test_a_traced_workload_stands_its_step_cell_at_the_traces_mean_context():
 
 
 def test_the_scheduler_policies_are_the_schemas():
-    """One list of policies: the schema's enum and the traffic module's (what the simulation branches on)."""
+    """One list of policies: the schema's enum, the traffic module's, and the serving package's registry (one
+    module per policy) hold the same names in the same order."""
     import json
 
     from triage.inputs.traffic import POLICIES
     from triage.io.resources import schema_text
+    from triage.serving.policies import POLICIES as REGISTRY
 
     found = []
 
@@ -247,3 +249,4 @@ def test_the_scheduler_policies_are_the_schemas():
 
     walk(json.loads(schema_text("workloads")))
     assert found and all(tuple(e) == POLICIES for e in found)
+    assert tuple(REGISTRY) == POLICIES

@@ -21,7 +21,7 @@ from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, verdicts
 from ..model.matrix import Matrix
-from ..model.serving import Budget
+from ..serving.budget import Budget
 from . import decision, serving
 
 # the analyses' grids (defaults.py) as arrays

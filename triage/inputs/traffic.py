@@ -33,7 +33,7 @@ POLICIES = ("static", "continuous", "chunked", "disaggregated")
 
 @dataclass(frozen=True)
 class Scheduler:
-    """An engine's scheduling policy and limits (the serving simulation's, model/serving.py)."""
+    """An engine's scheduling policy and limits (the serving simulation's, serving/policies/)."""
 
     policy: str = "continuous"
     max_seqs: int = 256                  # sequences running at once

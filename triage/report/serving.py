@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..analysis.evaluation import Evaluation
-from ..analysis.serving import Served, SideResult
 from ..inputs import units
+from ..serving.deployment import Served, SideResult
 
 
 def _t(v: float | None) -> str:

@@ -10,7 +10,10 @@ import pytest
 import triage
 from triage.analysis import serving
 from triage.inputs.traffic import Lengths, Scheduler, Traffic
-from triage.model.serving import Requests, simulate
+from triage.serving.deployment import Side
+from triage.serving.policies import POLICIES, simulate
+from triage.serving.requests import Requests, requests
+from triage.serving.search import max_rate
 
 from conftest import CLAIMS
 
@@ -56,7 +59,7 @@ def test_a_near_empty_system_serves_each_request_at_the_step_times():
     ev = _priced([{"name": "p", "phase": "prefill", "context": 512, "batch": 1},
                   {"name": "d", "phase": "decode", "context": 576, "batch": 1}])
     prefill, decode = ev.gaps.base.time_end_to_end
-    side = serving.Side(_cost(ev), Scheduler())
+    side = Side(_cost(ev), Scheduler())
     r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
     assert r.ttft_s.p50 == pytest.approx(prefill, rel=0.01)
     assert r.tpot_s.p50 == pytest.approx(decode, rel=0.01)
@@ -65,7 +68,7 @@ def test_a_near_empty_system_serves_each_request_at_the_step_times():
 
 def test_littles_law_holds_and_overload_grows_the_queue():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
-    side = serving.Side(_cost(ev), Scheduler(policy="continuous", max_seqs=64))
+    side = Side(_cost(ev), Scheduler(policy="continuous", max_seqs=64))
     ok = side.run(_traffic(requests=2000), 8.0)
     law = ok.littles_law
     assert law.in_system == pytest.approx(law.rate_times_latency, rel=0.05)       # L = λW
@@ -82,9 +85,9 @@ def test_the_azure_conversation_trace_at_low_rate():
     t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=1000)
     median = float(np.median(t.trace.prompt[:1000]))
     pre = _priced([{"name": "p", "phase": "prefill", "context": int(median), "batch": 1}], model="mistral-7b")
-    r = serving.Side(_cost(ev), Scheduler()).run(t, 0.02)
+    r = Side(_cost(ev), Scheduler()).run(t, 0.02)
     assert r.ttft_s.p50 == pytest.approx(float(pre.gaps.base.time_end_to_end[0]), rel=0.05)
-    busy = serving.Side(_cost(ev), Scheduler()).run(t, 4.0).littles_law
+    busy = Side(_cost(ev), Scheduler()).run(t, 4.0).littles_law
     assert busy.in_system == pytest.approx(busy.rate_times_latency, rel=0.05)
 
 
@@ -97,9 +100,9 @@ def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
     assert cost.kv_tokens == pytest.approx(15_700, rel=0.01)
     t = dataclasses.replace(ev.matrix.blocks[0].traffic, requests=600)
     orca = Scheduler(policy="continuous", kv="reserve", reserve="max", max_length=2048)
-    r = serving.Side(cost, orca).run(t, 2.0)
+    r = Side(cost, orca).run(t, 2.0)
     assert 6.3 <= r.mean_batch <= 7.0
-    paged = serving.Side(cost, dataclasses.replace(orca, kv="paged")).run(t, 2.0)
+    paged = Side(cost, dataclasses.replace(orca, kv="paged")).run(t, 2.0)
     assert paged.mean_batch > 2 * r.mean_batch
 
 
@@ -107,7 +110,7 @@ def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
 def test_a_cache_too_small_for_the_batch_preempts_and_still_serves_everyone(preemption):
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     cost = dataclasses.replace(_cost(ev), free_bytes=_cost(ev).kv_bytes_per_token * 6000)   # 6,000 KV tokens
-    req = serving.requests(_traffic(requests=300, output=Lengths("fixed", 512)), 20.0, cost.kv_tokens)
+    req = requests(_traffic(requests=300, output=Lengths("fixed", 512)), 20.0, cost.kv_tokens)
     out = simulate(req, cost, Scheduler(preemption=preemption))
     assert out.preemptions > 0 and np.isfinite(out.done).all() and (out.done >= out.first).all()
 
@@ -127,7 +130,7 @@ def test_disaggregation_prices_each_pool_and_counts_its_gpus():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     cost = _cost(ev)
     sched = Scheduler(policy="disaggregated", prefill_gpus=2, decode_gpus=1, link_bytes_per_s=300e9)
-    side = serving.Side(cost, sched)
+    side = Side(cost, sched)
     assert side.gpus() == 3
     r = side.run(_traffic(requests=200), 0.05)
     # nothing waits: TTFT is the prefill; the first decode waits for the KV over the link (512 tokens x
@@ -137,7 +140,7 @@ def test_disaggregation_prices_each_pool_and_counts_its_gpus():
 
 def test_the_same_seed_gives_the_same_simulation():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
-    a, b = (serving.Side(_cost(ev), Scheduler(policy="chunked")).run(_traffic(requests=300), 5.0) for _ in range(2))
+    a, b = (Side(_cost(ev), Scheduler(policy="chunked")).run(_traffic(requests=300), 5.0) for _ in range(2))
     assert a == b
 
 
@@ -147,8 +150,8 @@ def test_prefix_caching_prefills_a_shared_prefix_once():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     cost = _cost(ev)
     t = dataclasses.replace(_traffic(requests=100), prefix_share=1.0, prefix_tokens=400)
-    cached = serving.Side(cost, Scheduler(prefix_caching=True)).run(t, 0.01)
-    plain = serving.Side(cost, Scheduler()).run(t, 0.01)
+    cached = Side(cost, Scheduler(prefix_caching=True)).run(t, 0.01)
+    plain = Side(cost, Scheduler()).run(t, 0.01)
     assert cached.ttft_s.p50 == pytest.approx(cost.scalar(112, 1, 400, 112 * 400 + 112 * 113 / 2, 1), rel=1e-6)
     assert plain.ttft_s.p50 == pytest.approx(cost.scalar(512, 1, 0, 512 * 513 / 2, 1), rel=1e-6)
 
@@ -158,25 +161,25 @@ def test_prefix_caching_prefills_a_shared_prefix_once():
 def test_a_small_cache_under_every_policy_balances_its_kv_and_serves_everyone(policy, preemption):
     # review repros: chunked + swap drove the prefill count negative and overran the cache; a decode pool with
     # recompute preemption leaked the KV of a request it could not prefill
-    from triage.model.serving import _Engine
+    from triage.serving.engine import Engine
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     cost = dataclasses.replace(_cost(ev), free_bytes=_cost(ev).kv_bytes_per_token * 20_000)
-    req = serving.requests(_traffic(requests=200, prompt=Lengths("fixed", 1000), output=Lengths("fixed", 1500)),
+    req = requests(_traffic(requests=200, prompt=Lengths("fixed", 1000), output=Lengths("fixed", 1500)),
                            4.0, cost.kv_tokens)
     sched = Scheduler(policy=policy, preemption=preemption, token_budget=512)
     out = simulate(req, cost, sched)
     assert np.isfinite(out.done).all() and (out.done >= out.first).all()
     if policy != "disaggregated":
-        e = _Engine(req, cost, sched)
+        e = Engine(req, cost, sched, POLICIES[policy])
         peak = 0.0
-        original = e._advance
+        original = e.advance
 
         def watch(t, batch):
             nonlocal peak
             peak = max(peak, e.kv_used)
             assert e.prefilling >= 0
             original(t, batch)
-        e._advance = watch
+        e.advance = watch
         e.run()
         assert peak <= e.kv_cap + 1e-6 and e.kv_used == pytest.approx(0.0, abs=1e-6)
 
@@ -200,11 +203,11 @@ def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_que
             return types.SimpleNamespace(slo_met=rate <= self.capacity)
     t = _traffic(slo_tbt_s=0.1)
     for capacity in (0.003, 0.0045, 0.0075, 3.0, 700.0):
-        assert serving.max_rate(Stub(capacity), t, 2.0) == pytest.approx(capacity, rel=0.01)
+        assert max_rate(Stub(capacity), t, 2.0) == pytest.approx(capacity, rel=0.01)
     # a TBT bound alone: far above capacity the queue grows and the rate fails, whatever the gaps say
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
-    side = serving.Side(_cost(ev), Scheduler(policy="chunked"))
-    best = serving.max_rate(side, dataclasses.replace(t, requests=300), 4.0)
+    side = Side(_cost(ev), Scheduler(policy="chunked"))
+    best = max_rate(side, dataclasses.replace(t, requests=300), 4.0)
     assert 5.0 < best < 200.0
     over = side.run(dataclasses.replace(t, requests=2000), 4 * best)
     assert not over.slo_met and 0 < over.throughput_rps < 0.9 * 4 * best
@@ -212,15 +215,15 @@ def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_que
 
 def test_gpus_count_each_instances_tensor_parallel_group():
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
-    assert serving.Side(_cost(ev), Scheduler(), tp=2).gpus() == 2
-    assert serving.Side(_cost(ev), Scheduler(policy="disaggregated", prefill_gpus=2), tp=4).gpus() == 12
+    assert Side(_cost(ev), Scheduler(), tp=2).gpus() == 2
+    assert Side(_cost(ev), Scheduler(policy="disaggregated", prefill_gpus=2), tp=4).gpus() == 12
 
 
 def test_the_warm_up_requests_gaps_are_left_out():
     # 100 requests of 128 tokens at a low rate, the first half warm-up: the kept gaps are 50 x 127 tokens
     ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
     t = _traffic(requests=100, warmup=0.5)
-    req = serving.requests(t, 0.5, 1e6)
+    req = requests(t, 0.5, 1e6)
     out = simulate(req, _cost(ev), Scheduler(), measured=np.arange(100) >= 50)
     assert out.token_gaps()[1].sum() == 50 * 127
     assert simulate(req, _cost(ev), Scheduler()).token_gaps()[1].sum() == 100 * 127
@@ -257,7 +260,7 @@ def test_a_near_empty_moe_system_serves_each_request_at_the_step_times():
     ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
                               "workloads": [{"name": "d", "phase": "decode", "context": 576, "batch": 1}]},
                          analyse=False).evaluation
-    side = serving.Side(_cost(ev), Scheduler(), tp=2)
+    side = Side(_cost(ev), Scheduler(), tp=2)
     r = side.run(_traffic(rates=(0.01,), requests=100), 0.01)
     assert r.tpot_s.p50 == pytest.approx(float(ev.gaps.base.time_end_to_end[0]), rel=0.01)
 
@@ -271,7 +274,7 @@ def test_mixtral_on_eight_h100s_serves_its_kv_room_at_a_tpot_under_200_ms():
     ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 8},
                               "workloads": [{"name": "d", "phase": "decode", "context": 1280, "batch": 1}]},
                          analyse=False).evaluation
-    side = serving.Side(_cost(ev), Scheduler(max_seqs=1024, max_batched_tokens=8192), tp=8)
+    side = Side(_cost(ev), Scheduler(max_seqs=1024, max_batched_tokens=8192), tp=8)
     assert side.cost.kv_tokens == pytest.approx((8 * 81559 * 2**20 - 8 * 2**30 - 46.7e9 * 2) / 131072, rel=0.005)
     r = side.run(_traffic(rates=(400.0,), requests=3000, prompt=Lengths("fixed", 1024),
                           output=Lengths("fixed", 256)), 400.0)

@@ -1,0 +1,31 @@
+"""The token-steps a run may simulate (limit serving_work), charged where they are spent."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+
+# The simulation's cost in token-steps, measured on a 2-core machine: one decode step priced inside a vectorized
+# run of steps is one (about 80 ns); every Python iteration of the event loop (a prefill, a chunked iteration, the
+# event that ends a run of steps) costs ITERATION_STEPS, plus SEQUENCE_STEPS for each running sequence it visits
+# (9 us for an iteration of one sequence; 20,000 requests at saturation, 256 sequences, in 1.8 s a side).
+ITERATION_STEPS, SEQUENCE_STEPS = 100, 2
+
+
+@dataclass
+class Budget:
+    """Token-steps a run may still simulate, charged where they are spent (preemptions and batch sizes the
+    estimate before the run could not know); ValueError once spent."""
+
+    limit: float = math.inf
+    spent: float = 0.0
+    # the sensitivity's variants simulate in threads (analysis/regions.py): a charge is read-add-write
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def charge(self, steps: float) -> None:
+        with self._lock:
+            self.spent += steps
+        if self.spent > self.limit:
+            raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
+                             f"requests, rates or output tokens, or a scheduler that preempts less")

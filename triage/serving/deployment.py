@@ -1,0 +1,110 @@
+"""A deployment's two sides (baseline and claim), each an iteration model and a scheduler on its GPUs, through a
+traffic at every rate: the largest rate at the SLO of each (per GPU) and the gain the verdict reads."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..defaults import SERVING_MEMO_RUNS
+from ..inputs.traffic import Scheduler, Traffic
+from ..model.iteration import IterationCost
+from .budget import Budget
+from .metrics import RateStats, statistics
+from .policies import simulate
+from .requests import requests
+from .search import max_rate
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's simulation: every rate, the largest at the SLO, the deployment, and the GPU-seconds a request
+    costs at the rate the gain reads."""
+
+    rates: tuple[RateStats, ...]
+    max_rate_at_slo_rps: float | None
+    gpus: int
+    kv_tokens: float
+    scheduler: str
+    scheduler_config: Scheduler
+    gpu_seconds_per_request: float
+
+
+@dataclass(frozen=True)
+class Served:
+    """Baseline and claim of one workload × model × chip, and the gain the verdict reads: the ratio of the
+    largest rates at the SLO per GPU (``basis`` max_rate_at_slo), else of the goodput at the highest rate."""
+
+    baseline: SideResult
+    claim: SideResult
+    gain: float
+    basis: str
+
+
+_MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
+_MEMO_LOCK = threading.Lock()        # the sensitivity's variants simulate in threads (analysis/regions.py)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One variant's engine: its iteration model (a decode pool's too, when disaggregated) and scheduler."""
+
+    cost: IterationCost
+    scheduler: Scheduler
+    window: float = float("inf")      # the model's trained context: no request runs longer
+    tp: int = 1                       # GPUs of one instance (tensor parallel)
+    budget: Budget = field(default_factory=Budget, compare=False)   # the run's token-steps left (serving_work)
+
+    def run(self, traffic: Traffic, rate: float) -> RateStats:
+        """The statistics of one rate; a run already simulated with the same inputs is taken from the memo
+        (a sensitivity variant's baseline, or a claim side the variant leaves as it was)."""
+        key = (self._fingerprint(), id(traffic), rate)
+        with _MEMO_LOCK:
+            hit = _MEMO.get(key)
+        if hit is not None and hit[0] is traffic:
+            return hit[1]
+        req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
+        measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
+        out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
+                         traffic, rate)
+        with _MEMO_LOCK:
+            while len(_MEMO) >= SERVING_MEMO_RUNS:
+                _MEMO.pop(next(iter(_MEMO)))
+            _MEMO[key] = (traffic, out)     # the traffic kept alive with its entry: its id stays its own
+        return out
+
+    def _fingerprint(self) -> tuple[Any, ...]:
+        c = self.cost
+        return (c.compute.tobytes(), c.memory.tobytes(), c.comm.tobytes(), c.busy_per_decode, c.step_s, c.request_s,
+                c.kv_bytes_per_token, c.free_bytes, self.scheduler, self.window, self.tp)
+
+    def gpus(self) -> int:
+        """GPUs the deployment holds: its instances times each one's tensor-parallel group."""
+        s = self.scheduler
+        return self.tp * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
+
+
+def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
+    """Both sides at every rate, the largest rate at the SLO of each (per GPU of the deployment), and the gain
+    the verdict reads: the max-rate ratio, else the goodput ratio at the highest rate."""
+    rates, best = {}, {}
+    for name, side in (("baseline", base), ("claim", claim)):
+        rates[name] = tuple(side.run(traffic, r) for r in traffic.rates)
+        best[name] = max_rate(side, traffic, max(traffic.rates))
+    gpus = (base.gpus(), claim.gpus())
+    b, c = best["baseline"], best["claim"]
+    if b and c is not None:
+        gain, basis = (c / gpus[1]) / (b / gpus[0]), "max_rate_at_slo"
+    else:
+        gb, gc = rates["baseline"][-1].goodput_rps, rates["claim"][-1].goodput_rps
+        gain, basis = ((gc / gpus[1]) / (gb / gpus[0]) if gb > 0 else float("nan")), "goodput"
+
+    def side_result(name: str, side: Side, n: int) -> SideResult:
+        # GPU-seconds a request costs at the rate the gain reads
+        rate = best[name] if basis == "max_rate_at_slo" else rates[name][-1].goodput_rps
+        return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
+                          n / rate if rate else float("nan"))
+    return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)

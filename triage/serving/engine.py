@@ -1,0 +1,289 @@
+"""One engine instance's event loop: the waiting queue, the running batch and the KV it holds, iteration by
+iteration, each iteration priced by the cost model (model/iteration.py); what an iteration does is its
+scheduling policy's (policies/).
+
+KV memory is paged (a sequence holds its tokens / (1 - waste)) or reserved at admission (Orca and
+FasterTransformer: the true length, the output rounded up to a power of two, or the model's maximum length;
+Kwon et al. 2023 §6.1). When a growing paged batch runs out, the latest admitted sequence is preempted
+(recompute: it re-prefills its prompt and the tokens so far; swap: its KV goes to host memory and back over
+the host link). Prefix caching prefills and holds a shared prompt prefix once.
+
+Between arrivals, completions and memory exhaustion a batch of decodes advances in one pass: each group's
+sides are linear in the step (contexts grow by one token a step), so the k steps to the next event are priced
+together, and the Python loop runs once per event, not per token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..inputs.traffic import Scheduler
+from ..model.iteration import IterationCost
+from .budget import ITERATION_STEPS, SEQUENCE_STEPS, Budget
+from .outcome import GapSketch, Outcome
+from .requests import Requests
+
+if TYPE_CHECKING:
+    from .policies import Policy
+
+WATERMARK = 0.01             # share of the KV cache an admission leaves free (vLLM's watermark default, assumed)
+FLUSH = 1 << 16              # token gaps gathered as Python floats before they move into the sketch
+JUMP = 1 << 20               # decode steps one jump prices at most (its step times are one array)
+
+
+class Engine:
+    """One instance's state: the waiting queue, the running batch and the KV it holds. Per-request state is
+    kept in plain lists (the loop touches a few entries an event; numpy's per-call cost would dominate)."""
+
+    def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, policy: Policy,
+                 decode_only: bool = False, first: np.ndarray | None = None, measured: np.ndarray | None = None,
+                 budget: Budget | None = None):
+        self.req, self.cost, self.s, self.policy = req, cost, sched, policy
+        self.budget = budget if budget is not None else Budget()
+        n = len(req)
+        # whose token gaps the statistics keep (the warm-up's are left out)
+        self.measured: list[bool] = [True] * n if measured is None else measured.tolist()
+        self.decode_only = decode_only
+        # prefix caching: a shared prefix is prefilled once and held once (its KV set aside from the cache);
+        # each request that starts with it prefills only the rest
+        cached = req.shared.astype(float) if sched.prefix_caching and req.shared is not None else np.zeros(n)
+        prompt = req.prompt.astype(float)
+        self.pre: list[float] = ([0.0] * n) if decode_only else (prompt - cached).tolist()
+        self.ctx: list[float] = prompt.tolist() if decode_only else cached.tolist()
+        self.left: list[float] = req.output.astype(float).tolist()
+        # a decode pool's request arrives with its KV; its first token came from the prefill pool at ``first``
+        self.last: list[float] = first.tolist() if first is not None else [0.0] * n
+        self.gap: list[float] = [0.0] * n            # the longest gap between two of its tokens
+        self.first: list[float] = [math.nan] * n
+        self.done: list[float] = [math.nan] * n
+        self.started = [False] * n
+        self.charged = [False] * n                    # its per-request fixed cost paid (first prefill chunk)
+        self.swapped = [False] * n
+        self.arrival: list[float] = req.arrival.tolist()
+        self.base: list[float] = cached.tolist()     # tokens of its context held in the shared copy
+        self.kv_cap = cost.kv_tokens - float(cached.max(initial=0.0))
+        self.kv_used = 0.0
+        self.paged = sched.kv == "paged"
+        self.block = float(sched.block_size) - 1.0 if self.paged else 0.0   # a last block's empty slots, at most
+        out = req.output.astype(float)
+        room = {"oracle": out, "pow2": 2.0 ** np.ceil(np.log2(np.maximum(out, 1.0))),
+                "max": np.maximum(sched.max_length - prompt, out)}[sched.reserve]
+        # reserve: tokens held from admission to the end (never more than the cache: a sequence that fits runs)
+        self.reservation: list[float] = np.minimum(prompt + room, np.maximum(self.kv_cap, prompt + out)).tolist()
+        self.now = 0.0
+        self.next = 0                    # next request not yet arrived
+        self.waiting: deque[int] = deque()
+        self.running: list[int] = []
+        self.prefilling = 0              # running requests with prompt tokens still to prefill
+        self.gaps: list[float] = []      # token gaps (s) and how many tokens each stands for, until FLUSH ...
+        self.weights: list[float] = []
+        self.sketch = GapSketch()        # ... then here, in fixed memory
+        self.busy_s = self.batch_seconds = 0.0
+        self.preemptions = 0
+
+    # -- admission -------------------------------------------------------------------------------------------
+    def _arrive(self) -> None:
+        n = len(self.arrival)
+        while self.next < n and self.arrival[self.next] <= self.now:
+            self.waiting.append(self.next)
+            self.next += 1
+
+    def _need(self, i: int) -> float:
+        """KV tokens request i holds once admitted: paged, its own context and its prompt still to prefill (and
+        its last block's empty slots, at most); reserved, its reservation."""
+        return self.ctx[i] + self.pre[i] - self.base[i] + self.block if self.paged else self.reservation[i]
+
+    def _held(self, i: int) -> float:
+        return self.ctx[i] - self.base[i] + self.block if self.paged else self.reservation[i]
+
+    def admissible(self, i: int, extra: int = 0) -> bool:
+        """A free sequence slot and the KV for it, leaving (paged) room for the running batch's next token and a
+        watermark of the cache (vLLM's 1 %), so an admission does not force a preemption at once."""
+        if len(self.running) + extra >= self.s.max_seqs:
+            return False
+        spare = len(self.running) + extra + WATERMARK * self.kv_cap if self.paged else 0.0
+        return self.kv_used + self._need(i) + spare <= self.kv_cap
+
+    def admit(self, i: int) -> None:
+        self.running.append(i)
+        self.kv_used += self._need(i)
+        if self.pre[i] > 0:
+            self.prefilling += 1
+
+    # -- iterations ------------------------------------------------------------------------------------------
+    def advance(self, t: float, batch: int) -> None:
+        self.now += t
+        self.busy_s += t
+        self.batch_seconds += t * batch
+
+    def emit(self, ids: list[int]) -> None:
+        """Each of ``ids`` emitted a token now: its gap (one entry for all that share it), its first token, its
+        end."""
+        now = self.now
+        last, gap, left, started = self.last, self.gap, self.left, self.started
+        common, count = -1.0, 0.0
+        finished = []
+        measured = self.measured
+        for i in ids:
+            if started[i]:
+                g = now - last[i]
+                if not measured[i]:
+                    pass
+                elif g == common:
+                    count += 1
+                else:
+                    if count:
+                        self.gaps.append(common)
+                        self.weights.append(count)
+                    common, count = g, 1.0
+                if g > gap[i]:
+                    gap[i] = g
+            else:
+                self.first[i] = now
+                started[i] = True
+            last[i] = now
+            left[i] -= 1
+            if left[i] <= 0:
+                finished.append(i)
+        if count:
+            self.gaps.append(common)
+            self.weights.append(count)
+        self._flush()
+        for i in finished:
+            self._finish(i)
+
+    def _flush(self, force: bool = False) -> None:
+        """Move the gathered gaps into the sketch once there are FLUSH of them (or now)."""
+        if self.gaps and (force or len(self.gaps) >= FLUSH):
+            self.sketch.add(self.gaps, self.weights)
+            self.gaps, self.weights = [], []
+
+    def _finish(self, i: int) -> None:
+        self.done[i] = self.now
+        self.running.remove(i)
+        self.kv_used -= self._held(i)
+
+    def decode_jump(self) -> None:
+        """Decode steps of the running batch up to the next event: the steps' times from one decode line."""
+        run = self.running
+        b = len(run)
+        k = min(max(int(min(self.left[i] for i in run)), 1), JUMP)
+        if self.paged:
+            room = self.kv_cap - self.kv_used
+            if room < b:                              # the batch cannot grow one token: preempt the latest
+                self.preempt()
+                return
+            k = min(k, int(room // b))
+        line, const = self.cost.decode_line(b, sum(self.ctx[i] for i in run))
+        arrives = self.next < len(self.arrival) and self.policy.arrival_matters(self)
+        horizon = self.arrival[self.next] - self.now if arrives else math.inf
+        times = self._steps(line, const, k, horizon)
+        k = len(times)
+        self.budget.charge(k)
+        total = float(np.sum(times)) if k > 64 else sum(times)
+        # the first step's gap: one step for those that ran the last iteration, longer for those that waited
+        t0 = times[0]
+        steady = 0                                    # measured sequences whose first gap is one step
+        counted = 0                                   # measured sequences of the batch
+        for i in run:
+            g = self.now + t0 - self.last[i]
+            kept = self.measured[i]
+            counted += kept
+            if g > t0 * (1 + 1e-9):
+                if kept:
+                    self.gaps.append(g)
+                    self.weights.append(1.0)
+                if g > self.gap[i]:
+                    self.gap[i] = g
+            else:
+                steady += kept
+                if t0 > self.gap[i]:
+                    self.gap[i] = t0
+        if steady:
+            self.gaps.append(t0)
+            self.weights.append(float(steady))
+        if k > 1 and counted:
+            later = times[1:]
+            if k > 64:                                # a long run of steps goes to the sketch as one array
+                self.sketch.add(later, float(counted))
+            else:
+                self.gaps.extend(later)
+                self.weights.extend([float(counted)] * (k - 1))
+            longest = float(np.max(later)) if k > 64 else max(later)
+            for i in run:
+                if longest > self.gap[i]:
+                    self.gap[i] = longest
+        self._flush()
+        self.advance(total, b)
+        now = self.now
+        finished = []
+        for i in run:
+            self.last[i] = now
+            self.ctx[i] += k
+            self.left[i] -= k
+            if self.left[i] <= 0:
+                finished.append(i)
+        if self.paged:
+            self.kv_used += k * b
+        for i in finished:
+            self._finish(i)
+
+    @staticmethod
+    def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
+               ) -> list[float] | np.ndarray:
+        """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon`` (an
+        array when more than 64, a list otherwise)."""
+        if k > 64:                                    # many steps: one vectorized pass, the horizon searched
+            times = IterationCost.steps(line, const, k)
+            if horizon != math.inf:
+                times = times[:int(np.searchsorted(np.cumsum(times), horizon)) + 1]
+            return times if len(times) > 64 else times.tolist()
+        out: list[float] = []
+        elapsed = 0.0
+        for s in range(k):
+            t = const
+            for c0, cs, m0, ms in line:
+                c, m = c0 + cs * s, m0 + ms * s
+                t += c if c > m else m
+            out.append(t)
+            elapsed += t
+            if elapsed >= horizon:
+                break
+        return out
+
+    def preempt(self) -> None:
+        """Make room: the latest admitted sequence leaves the batch, its KV swapped to host memory or its
+        tokens to be prefilled again."""
+        i = self.running.pop()
+        self.kv_used -= self._held(i)
+        self.preemptions += 1
+        if self.s.preemption == "swap" or self.decode_only:   # a decode instance cannot prefill: it swaps
+            self.swapped[i] = True
+            self.now += self.ctx[i] * self.cost.kv_bytes_per_token / self.s.host_link_bytes_per_s
+        else:                                          # recompute: its prompt and tokens so far, prefilled again
+            self.pre[i] = self.ctx[i] - self.base[i]
+            self.ctx[i] = self.base[i]
+        self.waiting.appendleft(i)
+
+    def run(self) -> Outcome:
+        """Every request through the scheduler, each loop iteration charged to the budget: the policy decides
+        what an iteration does once a request is running or waiting."""
+        n = len(self.arrival)
+        while True:
+            self.budget.charge(ITERATION_STEPS + SEQUENCE_STEPS * len(self.running))
+            self._arrive()
+            if not self.running and not self.waiting:
+                if self.next >= n:
+                    return self._outcome()
+                self.now = max(self.now, self.arrival[self.next])
+                continue
+            self.policy.step(self)
+
+    def _outcome(self) -> Outcome:
+        self._flush(force=True)
+        return Outcome(np.array(self.first), np.array(self.done), np.array(self.gap), self.sketch,
+                       self.busy_s, self.batch_seconds, self.preemptions)

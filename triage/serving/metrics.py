@@ -1,0 +1,132 @@
+"""A rate's statistics: TTFT, time between tokens, TPOT and end-to-end percentiles over the measured requests,
+throughput, goodput and whether the rate meets the SLO, with Little's law as the check on them.
+
+Statistics leave out the first ``warmup`` share of the requests (the queue fills from empty); a rate's
+throughput counts the requests that finish inside the measured window (first measured arrival to last
+arrival), so above capacity it stops at what the engine completes while the queue grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..defaults import SERVING_MIN_MEASURED
+from ..inputs.traffic import Traffic
+from .outcome import Outcome
+from .requests import Requests
+
+STABLE = 0.9                  # completions per arrival, at least, for a rate to count as served
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """P50, P90, P99 and mean of one latency, in seconds (NaN where no request gave one)."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    def at(self, which: str) -> float:
+        """The percentile a traffic's SLO names: 'p50', 'p90' or 'p99'."""
+        return float(getattr(self, which))
+
+
+@dataclass(frozen=True)
+class LittlesLaw:
+    """The check on a rate's statistics: time-average requests in the system against arrival rate × mean time."""
+
+    in_system: float
+    rate_times_latency: float
+
+
+@dataclass(frozen=True)
+class RateStats:
+    """One rate's latency percentiles, throughput, goodput and whether it meets the SLO (field order: the JSON's)."""
+
+    rate_rps: float
+    ttft_s: Percentiles
+    tbt_s: Percentiles
+    tpot_s: Percentiles
+    e2e_s: Percentiles
+    throughput_rps: float
+    output_tokens_per_s: float
+    goodput_rps: float
+    slo_met: bool
+    mean_batch: float
+    preemptions: int
+    requests: int
+    warmup_requests: int
+    simulated_s: float
+    littles_law: LittlesLaw
+
+
+def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> Percentiles:
+    """P50, P90, P99 and mean of (weighted) values, in seconds."""
+    if values.size == 0:
+        return Percentiles(float("nan"), float("nan"), float("nan"), float("nan"))
+    w = np.ones_like(values) if weights is None else weights
+    order = np.argsort(values, kind="stable")
+    v, cw = values[order], np.cumsum(w[order])
+    q = [float(v[min(np.searchsorted(cw, p * cw[-1]), v.size - 1)]) for p in (0.5, 0.9, 0.99)]
+    return Percentiles(q[0], q[1], q[2], float(np.average(values, weights=w)))
+
+
+def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> RateStats:
+    """One rate's latency percentiles, throughput, goodput and the checks on them (Little's law). TTFT, TPOT and
+    end-to-end percentiles are over the measured requests, and so are the time-between-tokens percentiles when
+    the simulation was told which requests are measured (Side.run does)."""
+    n = len(req)
+    start = int(np.floor(traffic.warmup * n))
+    if n - start < SERVING_MIN_MEASURED:
+        raise ValueError(f"{n - start} measured requests after the warm-up; a rate needs {SERVING_MIN_MEASURED}")
+    keep = np.arange(start, n)
+    window = (float(req.arrival[start]), float(req.arrival[-1]))
+    span = max(window[1] - window[0], 1e-12)
+    done = out.done[keep]
+    finished = np.isfinite(done)
+    # what the engine completes inside the window, whichever request it is (above capacity: warm-up ones too)
+    completed = (out.done >= window[0]) & (out.done <= window[1])
+    ttft = out.first[keep] - req.arrival[keep]
+    e2e = done - req.arrival[keep]
+    multi = finished & (req.output[keep] > 1)
+    tpot = (done[multi] - out.first[keep][multi]) / (req.output[keep][multi] - 1)
+    gaps, weights = out.token_gaps()
+    every_ttft = out.first - req.arrival
+    meets = completed.copy()
+    if traffic.slo_ttft_s is not None:
+        meets &= every_ttft <= traffic.slo_ttft_s
+    if traffic.slo_tbt_s is not None:
+        meets &= out.max_gap <= traffic.slo_tbt_s
+    if traffic.slo_tpot_s is not None:
+        tp = np.where(req.output > 1, (out.done - out.first) / np.maximum(req.output - 1, 1), 0.0)
+        meets &= tp <= traffic.slo_tpot_s
+    # Little's law over the window: the time-average number in the system against arrival rate × mean time
+    a, d = req.arrival[keep], np.where(finished, done, np.inf)
+    overlap = np.clip(np.minimum(d, window[1]) - np.maximum(a, window[0]), 0.0, None)
+    in_system = float(overlap.sum() / span)
+    arrivals_in = (n - start - 1) / span
+    throughput = float(completed.sum() / span)
+    ttft_s, tbt_s, tpot_s = _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot)
+    return RateStats(
+        rate, ttft_s, tbt_s, tpot_s, _summary(e2e[finished]), throughput,
+        float(req.output[completed].sum() / span), float(meets.sum() / span),
+        # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
+        # queue fails whatever the latency bounds say) and the bounds hold
+        throughput >= STABLE * arrivals_in and _slo_met(traffic, ttft_s, tbt_s, tpot_s, finished.all()),
+        out.batch_seconds / out.busy_s if out.busy_s else 0.0, out.preemptions, int(n - start), start,
+        float(np.nanmax(out.done)),
+        LittlesLaw(in_system, arrivals_in * float(np.mean(e2e[finished])) if finished.all() else float("nan")))
+
+
+def _slo_met(traffic: Traffic, ttft: Percentiles, tbt: Percentiles, tpot: Percentiles, all_done: bool) -> bool:
+    """Whether a rate meets the SLO: TTFT, TBT and TPOT at their percentiles (P99 unless the traffic says)
+    within their targets, and every request served."""
+    ok = all_done
+    for bound, at, values in ((traffic.slo_ttft_s, traffic.ttft_at, ttft), (traffic.slo_tbt_s, traffic.tbt_at, tbt),
+                              (traffic.slo_tpot_s, traffic.tpot_at, tpot)):
+        if bound is not None:
+            ok = ok and values.at(at) <= bound
+    return bool(ok)
