@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from triage.analysis import calibrate  # noqa: E402
+from triage.report.calibration import short_words  # noqa: E402
 
 from bench import fidelity  # noqa: E402
 
@@ -35,7 +36,7 @@ def _values(p: dict[str, float]) -> str:
 
 def _pinned(f: calibrate.Fitted) -> list[str]:
     """The short form of the fit's warnings: what sits on a bound."""
-    return [e.split(" is ")[0] for e in calibrate.edges(f)]
+    return [short_words(e) for e in calibrate.edges(f)]
 
 
 def _range(rows: list[calibrate.Row]) -> str:

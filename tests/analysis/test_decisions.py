@@ -227,7 +227,7 @@ def test_vllm_results_fill_the_end_to_end_layer():
     measured = with_measurements(r, EXAMPLES / "measurements" / "vllm")
     c = cell(measured, "chat-4k", "a100-80gb")
     assert c["speedup"]["end_to_end"] == pytest.approx(9.25 / 8.96)
-    w = measured.evaluation.measured["workloads"][0]
+    w = measured.to_dict()["measured"]["workloads"][0]
     assert w["lost_in"].startswith("end-to-end")
     assert cell(measured, "chat-4k", "h100-sxm")["speedup"]["end_to_end"] == \
         cell(r, "chat-4k", "h100-sxm")["speedup"]["end_to_end"]

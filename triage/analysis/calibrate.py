@@ -97,8 +97,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     for n, r in enumerate(rows, start=2):
         missing = [k for k in REQUIRED if not r.get(k)]
         if missing or not (r.get("tokens_per_s") or any(r.get(k) for k in TIMES)):
-            need = missing or ["tokens_per_s or a time (tpot_s, ttft_s, e2e_s in seconds; tpot, ttft with a unit)"]
-            raise UserError([Problem(str(path), n, 1, f"$.{need[0].split()[0]}", f"row needs {need[0]!r}")])
+            raise UserError([Problem(str(path), n, 1, f"$.{missing[0] if missing else 'tokens_per_s'}", "row needs " + (
+                repr(missing[0]) if missing else
+                "'tokens_per_s or a time (tpot_s, ttft_s, e2e_s in seconds; tpot, ttft with a unit)'"))])
     return rows
 
 
@@ -371,22 +372,32 @@ def solve(group: list[Row], weights: np.ndarray | None = None) -> Fitted:
     return Fitted(params, tuple(LINEAR[k] for k in free), loo_pred, loo_params, negative)
 
 
-def edges(fit: Fitted) -> list[str]:
+@dataclass(frozen=True)
+class FitNote:
+    """What a fit says about the model's terms (report/calibration.py words it): ``code`` one of FIT_NOTES, the
+    parameter it concerns and the value it states (an efficiency's bound, seconds, a number of rows)."""
+
+    code: str
+    name: str = ""
+    value: float = 0.0
+
+
+# an efficiency pinned to the grid's lowest or highest value, a fixed cost the rows would make negative, a
+# per-request cost too large to be one, a chip with too few rows to fit
+FIT_NOTES = ("lowest", "highest", "negative", "request-overhead", "not-fitted")
+
+
+def edges(fit: Fitted) -> list[FitNote]:
     """What the fit says about the model's terms: an efficiency pinned to the grid's edge, a fixed cost the rows
     would make negative, a per-request cost too large to be one."""
     out = []
     for name, values in (("bandwidth", BANDWIDTH), ("compute", COMPUTE)):
         v = fit.params[name]
         if v in (values[0], values[-1]):
-            side = "lowest" if v == values[0] else "highest"
-            out.append(f"{name} {v:g} is the {side} value the fit may take: the rows ask for more than the model's "
-                       f"terms can give (a kernel far from its peak, a floor, an unstated setting); read the error, "
-                       f"not the parameter")
-    out += [f"{name.replace('_s', '').replace('_', ' ')} 0 s is its lower bound and the rows ask for less: the model "
-            f"prices them slower than measured" for name in fit.negative]
+            out.append(FitNote("lowest" if v == values[0] else "highest", name, v))
+    out += [FitNote("negative", name) for name in fit.negative]
     if fit.params["request_overhead_s"] > REQUEST_MAX:
-        out.append(f"request overhead {fit.params['request_overhead_s'] * 1e3:.3g} ms is more than a request's fixed "
-                   f"cost can be ({REQUEST_MAX * 1e3:g} ms): the rows' TTFT includes queueing")
+        out.append(FitNote("request-overhead", "request_overhead_s", fit.params["request_overhead_s"]))
     return out
 
 
@@ -416,8 +427,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
         if len(group) < 3:
             params, spread, loo = dict(d), None, None
             free: tuple[str, ...] = ()
-            entry["warnings"].append(f"not fitted: {len(group)} row{'s' if len(group) != 1 else ''} for "
-                                     f"3 parameters; the defaults stay (add rows)")
+            entry["warnings"].append(FitNote("not-fitted", value=len(group)))
             entry["fitted"] = None
         else:
             fitted = solve(group)

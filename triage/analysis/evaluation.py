@@ -17,6 +17,36 @@ from .papercheck import PaperCheck
 from .regions import Analysis
 from .serving import Results
 
+# which layer lost the gain between the bound and the measurement (report/result.py words each)
+LOSSES = ("nothing", "implementation", "end-to-end")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One measured workload: predicted against measured, and the layer that lost the gain (a code of LOSSES;
+    None where only one side was measured)."""
+
+    workload: str
+    hardware: str
+    metric: str
+    theoretical: float
+    implementation: float
+    baseline_s: float
+    claim_s: float
+    measured_baseline_s: float | None
+    measured_claim_s: float | None
+    speedup: float | None
+    quality_ratio: float | None
+    lost_in: str | None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The measurements a run applied (--measured) and each workload's comparison."""
+
+    source: str
+    workloads: tuple[Comparison, ...]
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -31,7 +61,7 @@ class Evaluation:
     models: dict[str, Model]                                  # the catalog's and the workload file's
     parts: tuple[tuple[Claim, Gaps], ...] = ()                # a stack's cards, each alone
     analysis: Analysis | None = None                          # None when the caller asked for none (a sweep)
-    measured: dict[str, Any] = field(default_factory=dict)    # filled by measured.apply
+    measured: Measured | None = None                           # filled by measured.apply
     baseline: dict[str, Any] = field(default_factory=dict)    # --baseline paper: the setting keys applied
     current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
     warnings: tuple[Notice, ...] = ()                         # what the memo must say beside the numbers

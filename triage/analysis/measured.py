@@ -25,7 +25,7 @@ from ..io.files import read_text
 from ..io.jsonio import load_json
 from ..model import layers, verdicts
 from . import decision
-from .evaluation import Evaluation
+from .evaluation import Comparison, Evaluation, Measured
 
 FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "tpot_s", "ttft_s", "throughput", "quality")
 
@@ -153,22 +153,17 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
         lost = None
         if measured is not None and measured > theo * 1.05:
-            lost = "nothing: the measured gain exceeds the bound (a slower baseline, or a setting that differs)"
+            lost = "nothing"
         elif measured is not None:
             kernel_loss, system_loss = theo / impl, impl / measured
-            lost = ("implementation (kernels below the bound)" if kernel_loss >= system_loss
-                    else "end-to-end (serving overheads, batching, launch)")
+            lost = "implementation" if kernel_loss >= system_loss else "end-to-end"
         quality = (claim["quality"] / base["quality"]) if claim.get("quality") is not None and base.get("quality") \
             else None
         if quality is not None:
             quality_ratio[i] = quality
-        comparisons.append({"workload": name, "hardware": hw, "metric": metric,
-                            "predicted": {"theoretical": theo, "implementation": impl,
-                                          "baseline_s": float(g.base.time_end_to_end[i]),
-                                          "claim_s": float(g.claim.time_end_to_end[i])},
-                            "measured": {"baseline_s": base.get(metric), "claim_s": claim.get(metric),
-                                         "speedup": measured, "quality_ratio": quality},
-                            "lost_in": lost})
+        comparisons.append(Comparison(name, hw, metric, theo, impl, float(g.base.time_end_to_end[i]),
+                                      float(g.claim.time_end_to_end[i]), base.get(metric), claim.get(metric),
+                                      measured, quality, lost))
     new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req,
                        e2e_metric=basis)
     new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s)
@@ -177,4 +172,4 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     analysis = replace(result.analysis, sensitivity=()) if result.analysis is not None else None
     return replace(result, gaps=new_gaps, verdicts=new_verdicts, analysis=analysis,
                    decision=decision.decide(m, result.claim, new_gaps, new_verdicts),
-                   measured={"source": str(path), "workloads": comparisons})
+                   measured=Measured(str(path), tuple(comparisons)))

@@ -68,12 +68,17 @@ class SloThroughput:
         return self.claim.tokens_per_s / self.baseline.tokens_per_s if self.baseline.tokens_per_s > 0 else None
 
 
+# the card's uncertain inputs the sensitivity moves (report/regions.py words each)
+INPUTS = ("bandwidth_efficiency", "kernel", "acceptance", "quality_retained")
+
+
 @dataclass(frozen=True)
 class Sensitivity:
-    """The decision, and each cell's verdict, with one uncertain input of the card moved."""
+    """The decision, and each cell's verdict, with one uncertain input of the card (a code of INPUTS) moved to
+    ``value`` (an efficiency, whether a kernel reads the format, an acceptance rate, a retained fraction)."""
 
     input: str
-    value: str
+    value: float | bool
     weighted_speedup: float | None
     decision: str
     codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, dtype=int))
@@ -169,22 +174,22 @@ def slo_throughput(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[S
     return tuple(out)
 
 
-def _variants(claim: Claim) -> list[tuple[str, str, Claim]]:
+def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
     """The card's uncertain inputs, each moved over its plausible range."""
-    out: list[tuple[str, str, Claim]] = []
+    out: list[tuple[str, float | bool, Claim]] = []
     for eff in (0.5, 0.75, 1.0):
-        out.append(("kernel bandwidth efficiency", f"{eff:g}", replace(claim, bandwidth_efficiency=eff)))
+        out.append(("bandwidth_efficiency", eff, replace(claim, bandwidth_efficiency=eff)))
     if changes_format(claim.change):
         for kernel in (False, True):
-            out.append(("kernel reads the new format", "yes" if kernel else "no", replace(claim, kernel=kernel)))
+            out.append(("kernel", kernel, replace(claim, kernel=kernel)))
     spec: dict[str, Any] = claim.change.get("speculative", {})
     if "acceptance" in spec:
         for delta in (-0.2, -0.1, 0.0, 0.1):
             alpha = min(max(spec["acceptance"] + delta, 0.0), 1.0)
             change = {**claim.change, "speculative": {**spec, "acceptance": alpha}}
-            out.append(("acceptance rate", f"{alpha:.2f}", replace(claim, change=change)))
+            out.append(("acceptance", alpha, replace(claim, change=change)))
     for retained in (0.98, 0.99, 1.0):
-        out.append(("quality retained", f"{retained:.2f}", replace(claim, quality_retained=retained)))
+        out.append(("quality_retained", retained, replace(claim, quality_retained=retained)))
     return out
 
 
@@ -198,14 +203,14 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
     its quality moves, or it restates the card's own value) is judged on them, and every other variant prices
     only its claim side: the baseline does not move with the card. Variants are independent: ANALYSIS_WORKERS
     of them are priced at once (numpy's loops release the GIL), each one's arrays dropped once it is judged."""
-    def row(name: str, value: str, variant: Claim) -> Sensitivity:
+    def row(name: str, value: float | bool, variant: Claim) -> Sensitivity:
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
         else:
             g = layers.compute(m, variant, models, baseline=priced.base if priced is not None else None,
                                retime=_retimable(claim, variant, priced))
             if served:
-                same = name == "quality retained" or not touched_groups(claim.change)
+                same = name == "quality_retained" or not touched_groups(claim.change)
                 g = serving.price(m, variant, g, served if same else None, work)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
@@ -235,7 +240,7 @@ def marginal(m: Matrix, g: layers.Gaps, v: verdicts.Verdicts, rows: tuple[Sensit
     code = v.code
     flips = np.zeros(len(m), dtype=bool)
     for row in rows:
-        if row.input != "quality retained":          # the quality gate is its own rule, shown on its own
+        if row.input != "quality_retained":          # the quality gate is its own rule, shown on its own
             flips |= row.codes != code
     gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
     with np.errstate(invalid="ignore"):

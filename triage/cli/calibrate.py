@@ -11,7 +11,7 @@ import click
 from ..analysis import calibrate as calibrate_mod
 from ..errors import Problem, UserError
 from ..io import yamlio
-from ..report.calibration import render_markdown, workload_file
+from ..report.calibration import as_json, render_markdown, workload_file
 from .common import FILE, catalog_option, deliver, force_option, guard
 
 
@@ -42,7 +42,7 @@ def command(measurements: Path, output: Path | None, fmt: str, engine: str, cata
         raise click.UsageError("--engine: a lowercase name of at most 64 letters, digits, '.', '_' or '-'")
     report = calibrate_mod.calibrate(measurements, catalog_file)
     if fmt == "json":
-        click.echo(json.dumps(report, indent=2, allow_nan=False))
+        click.echo(json.dumps(as_json(report), indent=2, allow_nan=False))
     else:
         click.echo(render_markdown(report), nl=True)
     if output is not None:

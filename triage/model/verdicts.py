@@ -74,13 +74,22 @@ class Verdicts:
         return out
 
 
-def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[str]:
+@dataclass(frozen=True)
+class Conflict:
+    """What keeps a method from running in a workload's stack (report/reasons.py words it): it ``needs`` what the
+    stack's attention never writes (``feature``: attention_scores), or cannot run ``beside`` a feature it uses."""
+
+    kind: str
+    feature: str
+    attention: str = ""
+
+
+def conflicts(claim: Claim, attention: str, stack: tuple[str, ...]) -> list[Conflict]:
     """What keeps the method from running in a workload's stack: attention scores a fused kernel never writes,
     serving features the card says it cannot run beside."""
-    out = [f"needs {need.replace('_', ' ')}, which {attention} attention never writes to memory"
-           for need in claim.requires if need == "attention_scores" and attention != "eager"]
-    out += [f"cannot run beside {feature.replace('_', ' ')}, which this stack uses"
-            for feature in claim.conflicts if feature in stack]
+    out = [Conflict("needs", need, attention) for need in claim.requires
+           if need == "attention_scores" and attention != "eager"]
+    out += [Conflict("beside", feature) for feature in claim.conflicts if feature in stack]
     return out
 
 

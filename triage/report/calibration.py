@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from ..analysis.calibrate import LINEAR, defaults
+from ..analysis.calibrate import FIT_NOTES, LINEAR, REQUEST_MAX, FitNote, defaults
 from ..inputs import units
 
 
@@ -68,6 +68,47 @@ def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
                                     "workloads": entries}, sort_keys=False, width=120)
 
 
+def _cost_name(name: str) -> str:
+    return name.replace("_s", "").replace("_", " ")
+
+
+def short_words(n: FitNote) -> str:
+    """What a note is about, in a few words: the parameter and the value it sits at."""
+    if n.code in ("lowest", "highest"):
+        return f"{n.name} {n.value:g}"
+    if n.code == "negative":
+        return f"{_cost_name(n.name)} 0 s"
+    if n.code == "request-overhead":
+        return f"request overhead {n.value * 1e3:.3g} ms"
+    assert n.code == "not-fitted", n.code
+    return f"not fitted: {n.value:.0f} row{'s' if n.value != 1 else ''}"
+
+
+def note_words(n: FitNote) -> str:
+    """One note of a fit, as the report and the JSON print it."""
+    if n.code in ("lowest", "highest"):
+        return (f"{short_words(n)} is the {n.code} value the fit may take: the rows ask for more than the model's "
+                f"terms can give (a kernel far from its peak, a floor, an unstated setting); read the error, not "
+                f"the parameter")
+    if n.code == "negative":
+        return (f"{short_words(n)} is its lower bound and the rows ask for less: the model prices them slower than "
+                f"measured")
+    if n.code == "request-overhead":
+        return (f"{short_words(n)} is more than a request's fixed cost can be ({REQUEST_MAX * 1e3:g} ms): the rows' "
+                f"TTFT includes queueing")
+    assert n.code == "not-fitted", n.code
+    return f"{short_words(n)} for 3 parameters; the defaults stay (add rows)"
+
+
+assert {"lowest", "highest", "negative", "request-overhead", "not-fitted"} == set(FIT_NOTES)
+
+
+def as_json(report: dict[str, Any]) -> dict[str, Any]:
+    """The calibration report as `triage calibrate --format json` prints it: each note of a fit in words."""
+    return {**report, "hardware": [{**h, "warnings": [note_words(n) for n in h["warnings"]]}
+                                   for h in report["hardware"]]}
+
+
 PER = ("per step", "per layer of a step", "per request")
 
 
@@ -99,7 +140,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"error). Mean absolute prediction error: "
                   f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}** in sample"
                   + (f", **{units.fmt_percent(loo)}** leaving each row out" if loo is not None else "") + ".", ""]
-        lines += [f"> **Warning:** {w}." for w in h["warnings"]] + ([""] if h["warnings"] else [])
+        lines += [f"> **Warning:** {note_words(w)}." for w in h["warnings"]] + ([""] if h["warnings"] else [])
         lines += ["| model | weights | phase | tp | batch | context | measured | predicted before | predicted after | "
                   "source |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
         for p in h["points"]:

@@ -15,6 +15,7 @@ from ..model.roofline import step_time
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
 from .describe import describe
+from .regions import INPUT_WORDS, sensitivity_value
 from .result import Result, evidence_rows, rerun_arguments
 from .templates import Trusted, render
 
@@ -176,11 +177,11 @@ def _first_screen(result: Result, d: dict[str, Any]) -> dict[str, Any]:
              for r in d.get("analysis", {}).get("sensitivity", []) if r["decision"] != current]
     analysis = result.evaluation.analysis
     for sens in analysis.sensitivity if analysis is not None else ():
-        changed = (sens.codes != v.code) if sens.input != "quality retained" else np.zeros(len(m), dtype=bool)
+        changed = (sens.codes != v.code) if sens.input != "quality_retained" else np.zeros(len(m), dtype=bool)
         if changed.any():
             moved = dict.fromkeys(f"{n} {LABELS[c]}" for n, c in zip(names[changed].tolist(),
                                                                       sens.codes[changed].tolist(), strict=True))
-            flips.append(f"{sens.input} {sens.value}: " + ", ".join(list(moved)[:4]))
+            flips.append(f"{INPUT_WORDS[sens.input]} {sensitivity_value(sens)}: " + ", ".join(list(moved)[:4]))
     return {"rows": rows[:FIRST_SCREEN_ROWS], "more_rows": max(len(rows) - FIRST_SCREEN_ROWS, 0),
             "marginal": any(r["marginal"] for r in rows),
             "blockers": blockers if current != "GO" else [],

@@ -16,7 +16,7 @@ from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
 from ..model.quality import QualityStanding
-from ..model.verdicts import Verdicts, conflicts, simulated
+from ..model.verdicts import Conflict, Verdicts, conflicts, simulated
 from .rules import rule_words
 
 
@@ -57,9 +57,16 @@ _FIELDS = {
 }
 
 
+def _conflict_words(c: Conflict) -> str:
+    if c.kind == "needs":
+        return f"needs {c.feature.replace('_', ' ')}, which {c.attention} attention never writes to memory"
+    assert c.kind == "beside", c.kind
+    return f"cannot run beside {c.feature.replace('_', ' ')}, which this stack uses"
+
+
 def _conflict_text(m: Matrix, claim: Claim) -> list[str]:
     """Per block: the incompatibility sentence, or ''."""
-    return ["; ".join(conflicts(claim, b.attention, b.stack)) for b in m.blocks]
+    return ["; ".join(_conflict_words(c) for c in conflicts(claim, b.attention, b.stack)) for b in m.blocks]
 
 
 def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[list[str]]:

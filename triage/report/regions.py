@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.regions import Analysis, Crossover
+from ..analysis.regions import INPUTS, Analysis, Crossover, Sensitivity
 
 
 def _k(tokens: float) -> str:
@@ -45,5 +45,17 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
     return {"crossover": [_crossover(x) for x in a.crossover],
             "slo_throughput": [{"cell": t.cell, "baseline": asdict(t.baseline), "claim": asdict(t.claim),
                                 "gain": t.gain, "slo_s": t.slo_s} for t in a.slo_throughput],
-            "sensitivity": [{"input": s.input, "value": s.value, "weighted_speedup": s.weighted_speedup,
-                             "decision": s.decision} for s in a.sensitivity]}
+            "sensitivity": [{"input": INPUT_WORDS[s.input], "value": sensitivity_value(s),
+                             "weighted_speedup": s.weighted_speedup, "decision": s.decision} for s in a.sensitivity]}
+
+
+INPUT_WORDS = {"bandwidth_efficiency": "kernel bandwidth efficiency", "kernel": "kernel reads the new format",
+               "acceptance": "acceptance rate", "quality_retained": "quality retained"}
+assert set(INPUT_WORDS) == set(INPUTS)
+
+
+def sensitivity_value(s: Sensitivity) -> str:
+    """A moved input's value as the memo and the JSON print it."""
+    if s.input == "kernel":
+        return "yes" if s.value else "no"
+    return f"{s.value:g}" if s.input == "bandwidth_efficiency" else f"{s.value:.2f}"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import pipeline
-from ..analysis.evaluation import Evaluation
+from ..analysis.evaluation import LOSSES, Evaluation, Measured
 from ..analysis.regions import Analysis
 from ..inputs import oneoff, units
 from ..inputs.catalog import Engine
@@ -28,6 +28,26 @@ from .rules import rule_words
 
 JSON_VERSION = 1
 
+
+
+_LOST_IN = {"nothing": "nothing: the measured gain exceeds the bound (a slower baseline, or a setting that differs)",
+            "implementation": "implementation (kernels below the bound)",
+            "end-to-end": "end-to-end (serving overheads, batching, launch)"}
+assert set(_LOST_IN) == set(LOSSES)
+
+
+def measured_json(m: Measured | None) -> dict[str, Any]:
+    """What --measured added, as the JSON contract names it (predicted against measured, and where the gain was
+    lost, in words); {} without measurements."""
+    if m is None:
+        return {}
+    return {"source": m.source, "workloads": [
+        {"workload": c.workload, "hardware": c.hardware, "metric": c.metric,
+         "predicted": {"theoretical": c.theoretical, "implementation": c.implementation, "baseline_s": c.baseline_s,
+                       "claim_s": c.claim_s},
+         "measured": {"baseline_s": c.measured_baseline_s, "claim_s": c.measured_claim_s, "speedup": c.speedup,
+                      "quality_ratio": c.quality_ratio},
+         "lost_in": _LOST_IN[c.lost_in] if c.lost_in is not None else None} for c in m.workloads]}
 
 @dataclass(frozen=True)
 class Result:
@@ -112,7 +132,7 @@ class Result:
             # what was computed and is shown: a sweep or `analyse=False` pays for no analysis and says so
             "analyses": list(analysis),
             **({"analysis": analysis} if with_analysis else {}),
-            "measured": ev.measured,
+            "measured": measured_json(ev.measured),
             "baseline": {"kind": "paper" if ev.baseline else "current", "setting": ev.baseline,
                          "fleet_gain_on_current_stack": ev.current_fleet_gain},
             "assumptions": self.assumptions(),
