@@ -9,6 +9,7 @@ import triage
 from triage.analysis import calibrate
 from triage.cli import main
 from triage.errors import UserError
+from triage.report.calibration import as_json
 from triage.report.result import with_measurements
 
 from conftest import CLAIMS, load_workloads
@@ -45,7 +46,7 @@ def test_times_in_plain_seconds_are_read_where_the_format_says_seconds(tmp_path)
     m.write_text("workload,variant,hardware,tpot_s\nchat-4k,baseline,a100-80gb,0.0093\n"
                  "chat-4k,claim,a100-80gb,0.0088\n")
     r = with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), m)
-    assert r.evaluation.measured["workloads"][0]["measured"]["baseline_s"] == pytest.approx(0.0093)
+    assert r.evaluation.measured.workloads[0].measured_baseline_s == pytest.approx(0.0093)
     f = csv(tmp_path, *["llama-2-7b,a100-80gb,decode,512,1,bf16,,,,0.0093,,,x"] * 3)
     assert calibrate.calibrate(f)["hardware"][0]["points"][0]["measured_s"] == pytest.approx(0.0093)
     bare = tmp_path / "bare.csv"
@@ -59,12 +60,12 @@ def test_a_fixed_cost_is_not_clipped_and_a_pinned_efficiency_is_a_warning(tmp_pa
     # 7B model on an H100 whatever the context: a fixed cost of ~25 ms beside the 13.5 GB weight read
     # (13.5e9 B / (3.35e12 B/s x 0.85) = 4.7 ms), now fitted whole, no warning
     f = csv(tmp_path, *[f"llama-2-7b,h100-sxm,decode,{c},1,bf16,,,,0.030,,,floor" for c in (128, 512, 2048, 4096)])
-    (h,) = calibrate.calibrate(f)["hardware"]
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]     # the words `triage calibrate -f json` prints
     assert 0.022 < h["parameters"]["overhead_s"] < 0.027 and h["error_after"] < 0.02 and h["warnings"] == []
     # 3 ms a step is faster than the weights can be read at full bandwidth (4.0 ms): bandwidth pins at 1.0, the
     # overhead at its bound 0, and both are said
     f = csv(tmp_path, *[f"llama-2-7b,h100-sxm,decode,{c},1,bf16,,,,0.003,,,fast" for c in (128, 512, 2048, 4096)])
-    (h,) = calibrate.calibrate(f)["hardware"]
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]     # the words `triage calibrate -f json` prints
     assert h["parameters"]["bandwidth"] == 1.0 and h["parameters"]["overhead_s"] == 0.0
     assert any("bandwidth 1 is the highest value the fit may take" in w for w in h["warnings"])
     assert any("overhead 0 s is its lower bound and the rows ask for less" in w for w in h["warnings"])
@@ -74,7 +75,7 @@ def test_fewer_rows_than_parameters_are_not_fitted(tmp_path):
     # bug 4: three parameters from one or two rows, ~0 % in-sample error and no warning
     f = csv(tmp_path, "llama-2-7b,a100-80gb,decode,512,1,bf16,,,,0.0095,,,a",
             "llama-2-7b,a100-80gb,decode,2048,1,bf16,,,,0.0105,,,b")
-    (h,) = calibrate.calibrate(f)["hardware"]
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]     # the words `triage calibrate -f json` prints
     assert h["fitted"] is None and h["parameters"] == calibrate.defaults()
     assert h["warnings"] == ["not fitted: 2 rows for 3 parameters; the defaults stay (add rows)"]
 
@@ -112,7 +113,7 @@ def test_measured_json_reports_the_predicted_end_to_end_time(tmp_path):
     m.write_text(json.dumps([{"workload": "chat-4k", "variant": "baseline", "tpot": "12 ms"},
                              {"workload": "chat-4k", "variant": "claim", "tpot": "11 ms"}]))
     cell = r.to_dict()["cells"][0]
-    predicted = with_measurements(r, m).evaluation.measured["workloads"][0]["predicted"]
+    predicted = with_measurements(r, m).to_dict()["measured"]["workloads"][0]["predicted"]
     assert predicted["baseline_s"] == pytest.approx(cell["baseline"]["time_s"]["end_to_end"])
     assert predicted["baseline_s"] == pytest.approx(cell["baseline"]["time_s"]["implementation"] + 0.003)
 
