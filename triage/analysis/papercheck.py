@@ -13,7 +13,6 @@ Numbers and codes only: report/papercheck.py words them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,7 @@ from ..model.roofline import GROUPS, group_times, step_cost, step_time
 from . import noops
 from .notices import Notice
 
-# setting keys the check prices as workload keys (beside model, hardware, phase, batch, context)
-PRICED = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "domain")
+PRICED = workloads.PAPER_KEYS       # setting keys the check prices as workload keys (beside model, hardware, …)
 # reported numbers a scope bounds: the touched operator groups, or attention alone
 MAX_CONTEXT = 100_000_000        # the longest context a workload may state (the schema's limit)
 SCOPES = ("kernel", "attention")
@@ -124,11 +122,6 @@ def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: flo
     return tuple(out)
 
 
-def _cells(batches: list[int], contexts: list[int], phase: str) -> list[dict[str, Any]]:
-    return [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
-            for i, (b, c) in enumerate(product(batches, contexts))]
-
-
 def _largest_fitting_context(g: layers.Gaps, grid: matrix.Matrix) -> list[int]:
     """Per searched batch, the longest context at which the baseline still fits (its KV grows linearly)."""
     per_token = g.base.mem.kv_per_sequence / np.maximum(grid.context, 1.0)
@@ -210,19 +203,37 @@ class _Priced:
         return np.asarray(times[0] / times[1])
 
 
-def _price(claim: Claim, catalog: Catalog, setting: dict[str, Any], cells: list[dict[str, Any]],
-           defaults: dict[str, Any], metric: str) -> _Priced:
-    resolved = workloads.load({"defaults": defaults, "workloads": cells}, catalog)
-    grid = matrix.build(resolved)
-    models = {**resolved.catalog.models, **claim.models}
+def _price(claim: Claim, method: workloads.Workloads, baseline: workloads.Workloads | None,
+           setting: dict[str, Any], metric: str) -> _Priced:
+    """The paper's setting priced, the method's model and, where the paper's baseline ran another one (MHA
+    against MLA), the baseline's."""
+    grid = matrix.build(method)
+    models = {**method.catalog.models, **claim.models}
     g = layers.compute(grid, claim, models, switch_optional=False)
-    if "baseline_model" not in setting:
+    if baseline is None:
         return _Priced(claim, grid, g, g.base, setting, metric, grid.models)
-    # the paper's baseline ran another model (MHA vs MLA)
-    other = matrix.build(workloads.load({"defaults": {**defaults, "model": setting["baseline_model"]},
-                                         "workloads": cells}, catalog))
+    other = matrix.build(baseline)
     base = layers.compute(other, claim, models, switch_optional=False).base
     return _Priced(claim, grid, g, base, setting, metric, grid.models + other.models)
+
+
+@dataclass(frozen=True)
+class PaperInputs:
+    """The card's paper setting, read in the load phase: the workloads of its search grid (the method's model,
+    and the baseline's where the paper's baseline ran another), and what the card did not state."""
+
+    setting: dict[str, Any]
+    reported: float
+    metric: str
+    scope: str
+    phase: str
+    unstated_phase: bool
+    hardware: str
+    assumed: tuple[Item, ...]
+    batches: tuple[int, ...]
+    contexts: tuple[int, ...]
+    method: workloads.Workloads
+    baseline: workloads.Workloads | None
 
 
 def _model_path(model: str, claim: Claim) -> str:
@@ -231,9 +242,10 @@ def _model_path(model: str, claim: Claim) -> str:
     return model
 
 
-def check(claim: Claim, catalog: Catalog) -> PaperCheck:
-    """The bound of the card's reported number in its own setting; none (and why) when the card gives no
-    setting or no number, or reports a number no step's roofline bounds."""
+def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
+    """The card's paper setting as workloads to price, read with the rest of the inputs; a PaperCheck without a
+    bound (and why) when the card gives no setting or no number, or reports a number no step's roofline
+    bounds."""
     setting = dict(claim.claim.get("setting", {}))
     reported = claim.claimed_speedup
     if not setting or reported is None:
@@ -244,12 +256,11 @@ def check(claim: Claim, catalog: Catalog) -> PaperCheck:
         return PaperCheck(reported, no_bound=scope)
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
     acting = set().union(*(acting_phases(k, v) for k, v in claim.change.items())) if claim.change else set()
-    if "phase" not in setting and metric not in ("tpot", "ttft") and acting and phase not in acting:
-        # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
+    # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
+    unstated_phase = "phase" not in setting and metric not in ("tpot", "ttft") and bool(acting) \
+        and phase not in acting
+    if unstated_phase:
         phase = sorted(acting)[0]
-        unstated_phase = True
-    else:
-        unstated_phase = False
     model = setting.get("model")
     if model is None:
         return PaperCheck(reported, no_bound="no-model")
@@ -263,16 +274,31 @@ def check(claim: Claim, catalog: Catalog) -> PaperCheck:
         assumed.append(Item("hardware", (DEFAULT_HARDWARE,)))
     cat = catalog.pooled(hardware, int(setting.get("pipeline", 1)))
     # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
-    defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                "overhead": 0, "reserve": 0, **{k: setting[k] for k in PRICED if k in setting}}
-    batches = [setting["batch"]] if "batch" in setting else list(BATCHES)
-    contexts = [setting["context"]] if "context" in setting else list(CONTEXTS)
-    p = _price(claim, cat, setting, _cells(batches, contexts, phase), defaults, metric)
+    batches = (setting["batch"],) if "batch" in setting else BATCHES
+    contexts = (setting["context"],) if "context" in setting else CONTEXTS
+    method = workloads.paper_setting(cat, model, hardware, phase, batches, contexts, setting)
+    baseline = workloads.paper_setting(cat, setting["baseline_model"], hardware, phase, batches, contexts, setting) \
+        if "baseline_model" in setting else None
+    return PaperInputs(setting, reported, metric, scope, phase, unstated_phase, hardware, tuple(assumed),
+                       tuple(batches), tuple(contexts), method, baseline)
+
+
+def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
+    """The bound of the card's reported number in its own setting (read by ``load``), searched where the card
+    is silent over settings in which both sides fit."""
+    if isinstance(loaded, PaperCheck):
+        return loaded
+    setting, reported, metric, scope, phase = loaded.setting, loaded.reported, loaded.metric, loaded.scope, \
+        loaded.phase
+    hardware, batches, contexts = loaded.hardware, list(loaded.batches), list(loaded.contexts)
+    assumed = list(loaded.assumed)
+    p = _price(claim, loaded.method, loaded.baseline, setting, metric)
     if "context" not in setting:          # the longest context that fits, within the model's trained window
         window = _window(p.models)
         contexts = sorted(c for c in set(contexts) | set(_largest_fitting_context(p.g, p.grid)) if c <= window)
         contexts = contexts or [window]
-        p = _price(claim, cat, setting, _cells(batches, contexts, phase), defaults, metric)
+        p = _price(claim, workloads.regrid(loaded.method, batches, contexts),
+                   workloads.regrid(loaded.baseline, batches, contexts) if loaded.baseline else None, setting, metric)
     ratios = p.scope_ratio(("attention",) if scope == "attention" else tuple(sorted(touched_groups(claim.change)))) \
         if scope in SCOPES else p.ratio
     searched = "batch" not in setting or "context" not in setting
@@ -281,7 +307,7 @@ def check(claim: Claim, catalog: Catalog) -> PaperCheck:
         return PaperCheck(reported, no_bound="nothing-fits", assumed=tuple(assumed))
     best = int(np.nanargmax(candidates))
     bound = float(candidates[best])
-    if unstated_phase:
+    if loaded.unstated_phase:
         assumed.append(Item("phase", (phase,)))
     if "batch" not in setting:
         assumed.append(Item("batch", BATCHES))
@@ -328,5 +354,6 @@ def check(claim: Claim, catalog: Catalog) -> PaperCheck:
         capacity_batches=tuple(capacity_batches) if capacity_batches else None,   # type: ignore[arg-type]
         likely_sources=_sources(claim, metric, capacity_bound, bound, capacity_batches) if exceeds else (),
         misfit=misfit,
-        warnings=tuple(noops.warnings(claim.change, [cat.hardware[hardware]], [("the paper's setting", phase)],
+        warnings=tuple(noops.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
+                                      [("the paper's setting", phase)],
                                       domains=None)))

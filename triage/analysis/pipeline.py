@@ -21,7 +21,7 @@ from .evaluation import Evaluation
 from .notices import Notice
 
 Card = str | Path | dict[str, Any] | Claim
-Source = workloads.Source | matrix.Matrix
+Source = workloads.Source | workloads.Opened | matrix.Matrix
 
 
 def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
@@ -67,8 +67,8 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     priced ``LIMITS.sweep_chunk_cells`` at a time, each chunk an Evaluation without analysis, so memory is the
     chunk's whatever the grid (up to ``LIMITS.sweep_cells``). Returns the number of cells and the chunks."""
     new_evaluation()
-    opened = workloads.open_source(source)
-    cat = workloads.definitions(opened, catalog.resolve(catalog_file))
+    opened = workloads.definitions(source, catalog.resolve(catalog_file))
+    cat = opened.catalog
     claim = load_claim(card, cat)
     cat = cat.merged({}, claim.models)
     grid = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline) or None, sweep=True)
@@ -131,15 +131,19 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     workload file's own models included) and the run's serving budget (``work``), shared by every chunk.
     """
     new_evaluation()
-    opened = workloads.open_source(source) if not isinstance(source, matrix.Matrix) else source
     # names resolve in one catalog: shipped, the user's (--catalog, $TRIAGE_CATALOG), the workload file's own
     cat = resolved if resolved is not None else catalog.resolve(catalog_file)
-    if not isinstance(opened, matrix.Matrix):
-        cat = workloads.definitions(opened, cat)
-    claim = load_claim(card, cat)                                   # load
+    opened: workloads.Opened | matrix.Matrix = source if isinstance(source, matrix.Matrix) else \
+        workloads.definitions(source, cat)                          # load: the workload file, validated once
+    if isinstance(opened, workloads.Opened):
+        cat = opened.catalog
+    claim = load_claim(card, cat)                                   # the card
     cat = cat.merged({}, claim.models)
     overrides = _overrides(claim, baseline)
     m, resolved = load_matrix(opened, cat, model, overrides or None)   # build
+    # the same file on today's stack (--baseline paper prices the paper's beside it), and the paper's setting
+    now = load_matrix(opened, cat, model) if overrides else None
+    paper = papercheck.load(claim, cat)
     models = resolved.models
     _check_applies(claim, m)
     g = layers.compute(m, claim, models)                            # price
@@ -152,9 +156,9 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     d = decision.decide(m, claim, g, v, shipped.name if shipped else None, inc_s)
     parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
     current = None
-    if overrides:                                                   # the same claim on today's stack, beside it
-        m_now, now = load_matrix(opened, cat, model)
-        g_now = layers.compute(m_now, claim, now.models)
+    if now is not None:                                             # the same claim on today's stack, beside it
+        m_now, cat_now = now
+        g_now = layers.compute(m_now, claim, cat_now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
     ranges = {}
     if any(k.endswith("_se") for b in m.blocks for h in m.hardware for k in b.engine_values(h.key)):
@@ -162,7 +166,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         for layer in ("implementation", "end_to_end"):
             a, b = (getattr(x, f"speedup_{layer}") for x in sides)
             ranges[layer] = (np.fmin(a, b), np.fmax(a, b))
-    check = papercheck.check(claim, cat)
+    check = papercheck.check(claim, paper)
     found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
                            [b.domain for b in m.blocks])
     found += noops.no_effect(claim.change, m.blocks, m.block_idx, m.context,

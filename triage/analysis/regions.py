@@ -112,11 +112,14 @@ class Analysis:
     frontier: Frontier | None
 
 
-def _replicate(m: Matrix, i: int, context: np.ndarray, batch: np.ndarray) -> Matrix:
-    """Cell i's settings on new (context, batch) pairs."""
-    sub = m.take(np.full(context.size, i))
+def _replicate(m: Matrix, cells: np.ndarray, context: np.ndarray, batch: np.ndarray) -> Matrix:
+    """Each of ``cells``' settings on the same new (context, batch) pairs, cell after cell: one matrix, so one
+    pricing pass serves them all."""
+    n = cells.size * context.size
+    sub = m.take(np.repeat(cells, context.size))
+    context, batch = np.tile(context, cells.size), np.tile(batch, cells.size)
     return replace(sub, context=context.astype(float), batch=batch.astype(float),
-                   long_context=context >= LONG_CONTEXT_TOKENS, share=np.full(context.size, 1.0 / context.size))
+                   long_context=context >= LONG_CONTEXT_TOKENS, share=np.full(n, 1.0 / n))
 
 
 def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crossover, ...]:
@@ -132,16 +135,21 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
     contexts = np.union1d(contexts, 2.0 ** np.arange(max(math.floor(math.log2(max(low_ctx, 1))), 0), 8))
     batches = np.union1d(CROSSOVER_BATCHES, 4.0 ** np.arange(4, math.ceil(math.log(max(top_batch, 2), 4)) + 1))
     ctx, bat = np.meshgrid(contexts, batches)
-    for i in decode[np.sort(first)]:
-        g = layers.compute(_replicate(m, int(i), ctx.ravel(), bat.ravel()), claim, models)
+    cells = decode[np.sort(first)]
+    if cells.size == 0:
+        return ()
+    g = layers.compute(_replicate(m, cells, ctx.ravel(), bat.ravel()), claim, models)   # every pair, one pass
+    for j, i in enumerate(cells):
+        rows = slice(j * ctx.size, (j + 1) * ctx.size)
         min_gain = float(m.blocks[m.block_idx[i]].min_gain)
-        both = g.base.fits & g.claim.fits
+        theoretical, implementation = g.speedup_theoretical[rows], g.speedup_implementation[rows]
+        both = g.base.fits[rows] & g.claim.fits[rows]
         out.append(Crossover(
             model=m.models[m.model_idx[i]].label, hardware=m.hardware[m.hardware_idx[i]].key, min_gain=min_gain,
             contexts=contexts.astype(int), batches=batches.astype(int),
-            theoretical=g.speedup_theoretical.reshape(ctx.shape),
-            pays_theoretical=((g.speedup_theoretical >= min_gain) & both).reshape(ctx.shape),
-            pays_expected=((g.speedup_implementation >= min_gain) & g.claim.fits).reshape(ctx.shape),
+            theoretical=theoretical.reshape(ctx.shape),
+            pays_theoretical=((theoretical >= min_gain) & both).reshape(ctx.shape),
+            pays_expected=((implementation >= min_gain) & g.claim.fits[rows]).reshape(ctx.shape),
             fits=both.reshape(ctx.shape)))
     return tuple(out)
 

@@ -45,8 +45,9 @@ def command(cards: tuple[Path, ...], workload_files: tuple[Path, ...], catalog_f
     for path in workload_files:
         new_run(command=True)                   # each file is its own run: the read limits apply per file
         try:
-            workloads.load(path, cat)
-            cat = workloads.definitions(path, cat)
+            opened = workloads.definitions(path, cat)       # read and checked against the schema once
+            workloads.load(opened)
+            cat = opened.catalog
         except UserError as err:
             problems += err.problems
     for path in cards:

@@ -8,6 +8,8 @@ catalog/workloads.yaml and nowhere else: a user file's defaults merge over them.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -280,19 +282,31 @@ def _base_dir(doc: Document) -> Path:
     return Path(".") if doc.file.startswith("<") else Path(doc.file).parent
 
 
-def definitions(source: Source, cat: catalog_mod.Catalog) -> catalog_mod.Catalog:
-    """``cat`` with the hardware and models a workload file defines (inline entries and config.json paths):
-    the names a claim card may use beside the catalog's."""
+@dataclass(frozen=True)
+class Opened:
+    """A workload document checked against its schema (once), and ``catalog`` with the hardware and models it
+    defines: the names a claim card may use beside the catalog's. ``doc`` None: the shipped default."""
+
+    doc: Document | None
+    catalog: catalog_mod.Catalog
+
+
+def definitions(source: Source | Opened, cat: catalog_mod.Catalog) -> Opened:
+    """The workload file opened and validated, with ``cat`` holding the hardware and models it defines (inline
+    entries and config.json paths)."""
+    if isinstance(source, Opened):
+        return source
     doc = open_source(source)
     if doc is None:
-        return cat
+        return Opened(None, cat)
     problems = validate(doc, "workloads")
     if problems:
         raise UserError(problems)
     merged = catalog_mod.definitions(doc, cat, problems)
     if problems:
         raise UserError(problems)
-    return merged.merged({}, _config_models(_model_names(doc.data) - set(merged.models), _base_dir(doc)))
+    return Opened(doc, merged.merged({}, _config_models(_model_names(doc.data) - set(merged.models),
+                                                         _base_dir(doc))))
 
 
 def _config_models(names: set[str], base: Path) -> dict[str, Model]:
@@ -313,17 +327,22 @@ def _model_names(data: dict[str, Any]) -> set[str]:
     return names
 
 
-def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
+def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = None,
          model: str | None = None, baseline: dict[str, Any] | None = None, sweep: bool = False) -> Workloads:
     """Resolve a workload file (path, parsed dict or Document; None for the shipped default) into blocks.
 
-    ``model`` (a catalog name or a path to a config.json) replaces the model of every workload. ``sweep``: the
-    cells are streamed a chunk at a time (`triage sweep`), so the sweep's cell limit applies, not a run's.
+    An ``Opened`` source was validated when it was opened, and ``catalog`` (its own by default) already holds
+    its definitions: it is not checked again. ``model`` (a catalog name or a path to a config.json) replaces the
+    model of every workload. ``sweep``: the cells are streamed a chunk at a time (`triage sweep`), so the sweep's
+    cell limit applies, not a run's.
     """
     base_doc = catalog_mod.default_workloads()
-    user_doc = open_source(source)
+    if isinstance(source, Opened):
+        user_doc, cat = source.doc, catalog or source.catalog
+    else:
+        opened = definitions(source, catalog or catalog_mod.load())
+        user_doc, cat = opened.doc, opened.catalog
     doc = user_doc or base_doc
-    cat = definitions(user_doc, catalog or catalog_mod.load())
     problems: list[Problem] = []
     if model is not None:
         if is_config_path(model):
@@ -425,3 +444,27 @@ def load(source: Source = None, catalog: catalog_mod.Catalog | None = None,
         raise UserError(problems)
     label = doc.file if user_doc is not None else Workloads.source
     return Workloads(tuple(b for b, _ in blocks), cat, label)
+
+
+# the paper setting's keys a workload prices (beside model, hardware, phase, batch and context)
+PAPER_KEYS = ("attention", "memory_waste", "tp", "batch_utilization", "precision", "domain")
+
+
+def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase: str,
+                  batches: Sequence[int], contexts: Sequence[int], stated: Mapping[str, Any]) -> Workloads:
+    """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound: full
+    efficiency, no fixed cost, no reserve; the setting's PAPER_KEYS over the shipped defaults."""
+    defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
+                "overhead": 0, "reserve": 0, **{k: stated[k] for k in PAPER_KEYS if k in stated}}
+    cells = [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
+             for i, (b, c) in enumerate(itertools.product(batches, contexts))]
+    return load({"defaults": defaults, "workloads": cells}, catalog)
+
+
+def regrid(w: Workloads, batches: Sequence[int], contexts: Sequence[int]) -> Workloads:
+    """``w`` (a paper setting) over other batches and contexts: its first workload's settings, one per
+    batch × context, as paper_setting would resolve them."""
+    template = w.blocks[0].settings
+    blocks = tuple(Block(replace(template, name=f"paper-{i}", context=c, batch=b))
+                   for i, (b, c) in enumerate(itertools.product(batches, contexts)))
+    return replace(w, blocks=blocks)
