@@ -48,7 +48,7 @@ def test_times_in_plain_seconds_are_read_where_the_format_says_seconds(tmp_path)
     r = with_measurements(triage.evaluate(CLAIMS / "kv2x.yaml"), m)
     assert r.evaluation.measured.workloads[0].measured_baseline_s == pytest.approx(0.0093)
     f = csv(tmp_path, *["llama-2-7b,a100-80gb,decode,512,1,bf16,,,,0.0093,,,x"] * 3)
-    assert calibrate.calibrate(f)["hardware"][0]["points"][0]["measured_s"] == pytest.approx(0.0093)
+    assert as_json(calibrate.calibrate(f))["hardware"][0]["points"][0]["measured_s"] == pytest.approx(0.0093)
     bare = tmp_path / "bare.csv"
     bare.write_text("model,hardware,context,tpot\nllama-2-7b,a100-80gb,512,0.0093\n")
     with pytest.raises(UserError, match="in the tpot_s column, in seconds"):
@@ -86,7 +86,7 @@ def test_fp8_weights_kv_precision_attention_and_whole_generations_can_be_stated(
             "llama-3-8b,h100-sxm,decode,1024,8,fp8,fp8,,,0.0072,,,a",
             "llama-3-8b,h100-sxm,generation,1024,8,bf16,bf16,128,,,,1.30,b",
             "llama-3-8b,h100-sxm,prefill,2048,1,bf16,bf16,,,,0.052,,c")
-    (h,) = calibrate.calibrate(f)["hardware"]
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]
     phases = [p["phase"] for p in h["points"]]
     assert phases == ["decode", "generation", "prefill"]
     # a generation row is priced as a prefill plus 128 decode steps: far longer than one step
@@ -101,7 +101,7 @@ def test_a_chip_outside_the_catalog_is_defined_with_catalog(tmp_path):
     (tmp_path / "cat.yaml").write_text("hardware:\n  my-gpu:\n    memory: 24 GiB\n    bandwidth: 936 GB/s\n"
                                        "    compute: {fp16: 71 TFLOP/s}\n")
     rows = csv(tmp_path, *["llama-2-7b,my-gpu,decode,512,1,bf16,,,,0.0095,,,a"] * 3)
-    assert calibrate.calibrate(rows, tmp_path / "cat.yaml")["hardware"][0]["hardware"] == "my-gpu"
+    assert as_json(calibrate.calibrate(rows, tmp_path / "cat.yaml"))["hardware"][0]["hardware"] == "my-gpu"
 
 
 def test_measured_json_reports_the_predicted_end_to_end_time(tmp_path):
@@ -119,7 +119,8 @@ def test_measured_json_reports_the_predicted_end_to_end_time(tmp_path):
 
 
 def test_the_leave_one_out_error_is_reported_and_not_below_the_in_sample_error():
-    (h,) = calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv")["hardware"]
+    (h,) = as_json(calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv"))[
+        "hardware"]
     assert h["error_leave_one_out"] >= h["error_after"] and h["uncertainty"]["bandwidth"] > 0
 
 
@@ -128,7 +129,8 @@ def test_calibrate_o_writes_an_engine_profile_other_workload_files_use_by_path(t
     res = CliRunner().invoke(main, ["calibrate", str(CLAIMS.parent / "examples" / "measurements" /
                                                      "gpt-fast-a100.csv"), "-o", str(out), "--engine", "mine"])
     assert res.exit_code == 0, res.output
-    (a100,) = calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv")["hardware"]
+    (a100,) = as_json(calibrate.calibrate(CLAIMS.parent / "examples" / "measurements" / "gpt-fast-a100.csv"))[
+        "hardware"]
     w = tmp_path / "w.yaml"
     w.write_text("workloads:\n  - {name: w, context: 1024, batch: 1, hardware: a100-80gb, engine: cal.yaml}\n")
     m = load_workloads(w)
@@ -153,7 +155,7 @@ def test_short_prompt_ttft_is_read_as_a_per_request_cost(tmp_path):
                         ((128, 0.0135), (256, 0.0152), (512, 0.0195))],
             *[f"llama-2-7b,a100-80gb,decode,{c},1,bf16,,,,{t},,,tpot" for c, t in ((512, 0.0095), (2048, 0.0101),
                                                                                     (8192, 0.0125))])
-    (h,) = calibrate.calibrate(f)["hardware"]
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]
     assert 0.001 < h["parameters"]["request_overhead_s"] < calibrate.REQUEST_MAX
     short = h["points"][0]                                # the 128-token TTFT: a few ms of it is the request's
     assert short["after_s"] == pytest.approx(short["measured_s"], rel=0.1)
@@ -226,7 +228,7 @@ def test_a_per_layer_cost_is_told_apart_from_a_per_step_cost_by_two_layer_counts
     assert times[0] == pytest.approx(step_7b, rel=1e-3)
     lines = [f"{m},a100-80gb,decode,{c},1,bf16,,,,{t:.6f},,,synthetic"
              for (m, c), t in zip(configs, times, strict=True)]
-    (h,) = calibrate.calibrate(csv(tmp_path, *lines))["hardware"]
+    (h,) = as_json(calibrate.calibrate(csv(tmp_path, *lines)))["hardware"]
     assert h["free"] == ["overhead_s", "layer_overhead_s"]
     # a percent of bandwidth trades against the layer cost (the pull toward the default 0.85 takes 0.81): the
     # layer cost within a third, the 7B step's fixed cost (2.6 ms) within a tenth
@@ -235,5 +237,5 @@ def test_a_per_layer_cost_is_told_apart_from_a_per_step_cost_by_two_layer_counts
     assert p["layer_overhead_s"] == pytest.approx(5e-5, rel=0.3)
     assert p["overhead_s"] + 32 * p["layer_overhead_s"] == pytest.approx(0.0026, rel=0.1)
     assert h["error_after"] < 0.005
-    (one,) = calibrate.calibrate(csv(tmp_path, *lines[:3]))["hardware"]
+    (one,) = as_json(calibrate.calibrate(csv(tmp_path, *lines[:3])))["hardware"]
     assert one["free"] == ["overhead_s"]

@@ -11,6 +11,7 @@ from triage.analysis import calibrate
 from triage.cli import main
 from triage.errors import UserError
 from triage.inputs import cards
+from triage.report.calibration import as_json
 from triage.report.result import with_measurements
 
 from conftest import CLAIMS, COURSE, ROOT, cell, course_matrix, load_workloads
@@ -256,7 +257,7 @@ def test_bad_measurements_are_user_errors(tmp_path, text, message):
 # ---- calibration ----
 
 def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
-    report = calibrate.calibrate(EXAMPLES / "measurements" / "gpt-fast-a100.csv")
+    report = as_json(calibrate.calibrate(EXAMPLES / "measurements" / "gpt-fast-a100.csv"))   # as the JSON prints it
     (a100,) = report["hardware"]
     assert a100["rows"] == 11
     assert a100["error_after"] < a100["error_before"] * 0.6

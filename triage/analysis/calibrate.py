@@ -24,6 +24,7 @@ import csv
 import io
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,7 +36,7 @@ from ..defaults import LIMITS
 from ..errors import Problem, UserError, escape
 from ..inputs import catalog as catalog_mod
 from ..inputs import units, workloads
-from ..inputs.claim import Claim
+from ..inputs.claim import Change, Claim
 from ..inputs.validation import did_you_mean
 from ..io.files import read_text
 from ..model import layers, matrix
@@ -71,7 +72,7 @@ _CHUNK_ELEMENTS = 2_000_000
 class Row:
     """One measurement and its cost-model terms."""
 
-    spec: dict[str, Any]
+    spec: Mapping[str, Any]   # the row's columns, parsed
     measured_s: float
     counts: np.ndarray     # how many of each step the measured time covers (a generation: 1 prefill, N decodes)
     requests: float        # requests whose fixed cost the time includes (1 with a prefill, 0 for a decode step)
@@ -83,7 +84,7 @@ class Row:
     comm_s: np.ndarray     # per step
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+def _read_rows(path: Path) -> list[dict[str, str]]:
     text = read_text(path)
     try:
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -103,7 +104,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
+def _field(raw: Mapping[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
            minimum: float = 0.0, strict: bool = True) -> Any:
     """A numeric column of a row (> minimum, or >= it when not ``strict``; whole for ints), or UserError
     naming it; values are never echoed at length."""
@@ -126,7 +127,7 @@ def _field(raw: dict[str, Any], key: str, file: str, line: int, default: Any = N
     return number
 
 
-def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
+def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
     """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
     batch = _field(raw, "batch", file, line, 1)
     context = _field(raw, "context", file, line)
@@ -153,7 +154,7 @@ def price(raw: dict[str, Any], file: str, line: int, catalog: Any) -> Row:
             raise UserError([Problem(file, line, 1, f"$.{key}", (
                 f"unknown {key} {escape(raw[key], 40)!r}{did_you_mean(raw[key], table)}; define it in a catalog "
                 f"file and pass --catalog (or $TRIAGE_CATALOG)"))])
-    change: dict[str, Any] = {"weight_bytes": 1.0}
+    change: Change = {"weight_bytes": 1.0}
     if weights in ("int8", "int4"):
         group = _field(raw, "group_size", file, line, 1_000_000)
         change = {"weight_quant": {"bits": 8 if weights == "int8" else 4, "group_size": group,
@@ -211,7 +212,7 @@ PHASE_TIMES = {"decode": ("tokens_per_s", "tpot_s", "tpot"), "prefill": ("tokens
                "generation": ("tokens_per_s", "e2e_s")}
 
 
-def _measured(raw: dict[str, Any], file: str, line: int, batch: int, context: int, output: int,
+def _measured(raw: Mapping[str, Any], file: str, line: int, batch: int, context: int, output: int,
               phase: str) -> float:
     """The row's measured seconds: of one step (decode, prefill) or of the whole request (generation)."""
     given = [k for k in ("tokens_per_s", *TIMES) if raw.get(k)]
@@ -409,7 +410,54 @@ def fit(group: list[Row], weights: np.ndarray | None = None) -> dict[str, float]
     return solve(group, weights).params
 
 
-def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[str, Any]:
+POINT_COLUMNS = ("model", "weights", "kv", "compute", "attention", "phase", "tp", "pipeline", "batch", "context",
+                 "output_tokens", "source")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured row: its columns as given (POINT_COLUMNS, None where not), the measured time and the
+    predictions before and after the fit, in seconds."""
+
+    columns: tuple[object, ...]
+    measured_s: float
+    before_s: float
+    after_s: float
+
+    def get(self, name: str) -> Any:
+        """A column's value as the row gave it (None where it gave none)."""
+        return self.columns[POINT_COLUMNS.index(name)]
+
+
+@dataclass(frozen=True)
+class HardwareFit:
+    """One chip's fit: the parameters (the defaults where too few rows), which fixed costs were fitted, their
+    jackknife standard errors, the mean absolute error before, after and leaving each row out, the notes."""
+
+    hardware: str
+    rows: int
+    default: dict[str, float]
+    warnings: tuple[FitNote, ...]
+    fitted: dict[str, float] | None
+    parameters: dict[str, float]
+    free: tuple[str, ...]
+    uncertainty: dict[str, float] | None
+    compute_identified: bool
+    error_before: float
+    error_after: float
+    error_leave_one_out: float | None
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file fitted chip by chip."""
+
+    source: str
+    hardware: tuple[HardwareFit, ...]
+
+
+def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> Calibration:
     """Fit per hardware; report the parameters, their jackknife spread, the prediction error before and after,
     and the leave-one-out error. Rows name hardware and models of the shipped catalog merged with a user catalog
     (``catalog_file``, else $TRIAGE_CATALOG). A hardware with fewer than three rows keeps the defaults and says
@@ -417,21 +465,21 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
     cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
     rows = [price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
-    report: dict[str, Any] = {"source": str(path), "hardware": []}
+    fits = []
     d = defaults()
     for hw in sorted({r.spec["hardware"] for r in rows}):
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
         before = predict(group, d)
-        entry: dict[str, Any] = {"hardware": hw, "rows": len(group), "default": d, "warnings": []}
+        notes: list[FitNote] = []
+        spread: dict[str, float] | None
         if len(group) < 3:
-            params, spread, loo = dict(d), None, None
+            params, spread, loo, fitted_params = dict(d), None, None, None
             free: tuple[str, ...] = ()
-            entry["warnings"].append(FitNote("not-fitted", value=len(group)))
-            entry["fitted"] = None
+            notes.append(FitNote("not-fitted", value=len(group)))
         else:
             fitted = solve(group)
-            params, free = fitted.params, fitted.free
+            params, free, fitted_params = fitted.params, fitted.free, fitted.params
             loo = _mape(fitted.loo_pred, measured)
             n = len(group)
             spread = {}
@@ -439,18 +487,13 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> dict[
                 if name in ("bandwidth", "compute") or name in free:
                     v = fitted.loo_params[:, j]
                     spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
-            entry["warnings"] += edges(fitted)
-            entry["fitted"] = params
+            notes += edges(fitted)
         after = predict(group, params)
         binding = any((r.flops / (r.peak * params["compute"]) > r.bytes / (r.bandwidth * params["bandwidth"])).any()
                       for r in group)
-        entry.update({
-            "parameters": params, "free": list(free), "uncertainty": spread, "compute_identified": bool(binding),
-            "error_before": _mape(before, measured), "error_after": _mape(after, measured),
-            "error_leave_one_out": loo,
-            "points": [{**{k: r.spec.get(k) for k in ("model", "weights", "kv", "compute", "attention", "phase", "tp",
-                                                       "pipeline", "batch", "context", "output_tokens", "source")},
-                        "measured_s": r.measured_s, "before_s": float(before[i]),
-                        "after_s": float(after[i])} for i, r in enumerate(group)]})
-        report["hardware"].append(entry)
-    return report
+        fits.append(HardwareFit(
+            hw, len(group), d, tuple(notes), fitted_params, params, tuple(free), spread, bool(binding),
+            _mape(before, measured), _mape(after, measured), loo,
+            tuple(Point(tuple(r.spec.get(k) for k in POINT_COLUMNS), r.measured_s, float(before[i]), float(after[i]))
+                  for i, r in enumerate(group))))
+    return Calibration(str(path), tuple(fits))

@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -44,7 +45,19 @@ def _number(raw: Any, column: str | None, where: Problem) -> float | None:
     return value
 
 
-def _row(raw: dict[str, Any], file: str, line: int) -> dict[str, Any]:
+class Row(TypedDict):
+    """One measurement as read: its workload, side and chip, times in seconds, throughput and quality."""
+
+    workload: str
+    variant: str
+    hardware: str | None
+    tpot: float | None
+    ttft: float | None
+    throughput: float | None
+    quality: float | None
+
+
+def _row(raw: Mapping[str, Any], file: str, line: int) -> Row:
     """One measurement, normalised (seconds, tokens/s)."""
     if "mean_tpot_ms" in raw or "median_tpot_ms" in raw:          # vllm bench serve --save-result
         tpot = raw.get("median_tpot_ms", raw.get("mean_tpot_ms"))
@@ -76,11 +89,18 @@ def _row(raw: dict[str, Any], file: str, line: int) -> dict[str, Any]:
             "quality": _number(raw.get("quality"), None, replace_path(where, "quality"))}
 
 
+def _time(row: Row | None, metric: str) -> float | None:
+    """A side's measured TPOT or TTFT (s), None where the side or the time was not measured."""
+    if row is None:
+        return None
+    return row["tpot"] if metric == "tpot" else row["ttft"]
+
+
 def replace_path(p: Problem, field: str) -> Problem:
     return Problem(p.file, p.line, p.col, f"$.{field}", p.message)
 
 
-def read(path: Path | str) -> list[dict[str, Any]]:
+def read(path: Path | str) -> list[Row]:
     """Every measurement in a file or a folder of files."""
     path = Path(path)
     if path.is_dir():
@@ -112,7 +132,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     rows = read(path)
     m, g = result.matrix, result.gaps
     names, hws = m.labels("blocks"), m.labels("hardware")
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, str], tuple[int, dict[str, Row]]] = {}     # (workload, chip) -> its cell, each side
     for row in rows:
         cells = np.flatnonzero((names == row["workload"]) & ((hws == row["hardware"]) if row["hardware"] else True))
         if cells.size == 0:
@@ -121,7 +141,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
         if cells.size > 1:
             raise UserError([Problem(str(path), path="$.hardware", message=(
                 f"workload {row['workload']!r} has {cells.size} cells (several hardware or models): give hardware"))])
-        found.setdefault((row["workload"], hws[cells[0]]), {"cell": int(cells[0])})[row["variant"]] = row
+        found.setdefault((row["workload"], hws[cells[0]]), (int(cells[0]), {}))[1][row["variant"]] = row
     comparisons = []
     e2e = g.speedup_end_to_end.copy()
     n = len(m)
@@ -133,21 +153,21 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     gpus_c = np.broadcast_to(g.claim.inputs.tp, (n,))
     util_b = np.broadcast_to(g.base.inputs.utilization, (n,))
     util_c = np.broadcast_to(g.claim.inputs.utilization, (n,))
-    for (name, hw), entry in sorted(found.items()):
-        i = entry["cell"]
+    for (name, hw), (i, sides) in sorted(found.items()):
         metric = "tpot" if m.decode[i] else "ttft"
-        base, claim = entry.get("baseline", {}), entry.get("claim", {})
+        base, claim = sides.get("baseline"), sides.get("claim")
+        t_base, t_claim = _time(base, metric), _time(claim, metric)
         measured = None
-        if claim.get(metric) is not None:
-            claim_s[i] = claim[metric]
-        if base.get(metric) is not None and claim.get(metric) is not None:
+        if t_claim is not None:
+            claim_s[i] = t_claim
+        if t_base is not None and t_claim is not None:
             # measured step times, per useful token as the model prices them (idle batch slots included), for the
             # speedup and the fleet's GPU-time; only where both sides were measured, never one measured and one
             # predicted
-            t_base, t_claim = base[metric] / util_b[i], claim[metric] / util_c[i]
-            base_req[i] = layers.request_seconds(steps[i], t_base, gpus_b[i], m.batch[i])
-            claim_req[i] = layers.request_seconds(steps[i], t_claim, gpus_c[i], m.batch[i])
-            measured = t_base / t_claim
+            step_base, step_claim = t_base / util_b[i], t_claim / util_c[i]
+            base_req[i] = layers.request_seconds(steps[i], step_base, gpus_b[i], m.batch[i])
+            claim_req[i] = layers.request_seconds(steps[i], step_claim, gpus_c[i], m.batch[i])
+            measured = step_base / step_claim
             e2e[i] = measured
             basis[i] = layers.e2e_metric_code("measured")
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
@@ -157,12 +177,12 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
         elif measured is not None:
             kernel_loss, system_loss = theo / impl, impl / measured
             lost = "implementation" if kernel_loss >= system_loss else "end-to-end"
-        quality = (claim["quality"] / base["quality"]) if claim.get("quality") is not None and base.get("quality") \
-            else None
+        q_base, q_claim = (None if r is None else r["quality"] for r in (base, claim))
+        quality = q_claim / q_base if q_claim is not None and q_base else None
         if quality is not None:
             quality_ratio[i] = quality
         comparisons.append(Comparison(name, hw, metric, theo, impl, float(g.base.time_end_to_end[i]),
-                                      float(g.claim.time_end_to_end[i]), base.get(metric), claim.get(metric),
+                                      float(g.claim.time_end_to_end[i]), t_base, t_claim,
                                       measured, quality, lost))
     new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req,
                        e2e_metric=basis)

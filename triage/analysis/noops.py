@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..inputs.claim import Change
 from ..inputs.registry import acting_phases
 from ..inputs.specs import Hardware
 from .notices import Notice
@@ -16,7 +17,7 @@ DTYPE_KEYS = ("compute_dtype", "attention_dtype")       # change keys that name 
 SAME = 1e-9          # a ratio this close to 1 is no change
 
 
-def warnings(change: dict[str, Any], hardware: Iterable[Hardware], workloads: Iterable[tuple[str, str]],
+def warnings(change: Change, hardware: Iterable[Hardware], workloads: Iterable[tuple[str, str]],
              domains: Iterable[str | None] | None = ()) -> list[Notice]:
     """Notices for ``change`` priced on ``hardware`` over (workload name, phase) pairs whose requests are of
     ``domains`` (None: not checked, as for the paper's one setting)."""
@@ -42,7 +43,7 @@ def warnings(change: dict[str, Any], hardware: Iterable[Hardware], workloads: It
     return out
 
 
-def _hint(change: dict[str, Any], settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:
+def _hint(change: Change, settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:
     """Why a change moves nothing on a workload, where the reason is known: (a code of notices.HINTS, the value
     its words name, the numbers they state)."""
     if "score_bytes" in change and settings.attention != "eager":
@@ -57,7 +58,7 @@ def _hint(change: dict[str, Any], settings: Any, context: float) -> tuple[str, s
     return "same-step", "", ()
 
 
-def no_effect(change: dict[str, Any], blocks: tuple[Any, ...], block_idx: np.ndarray, context: np.ndarray,
+def no_effect(change: Change, blocks: tuple[Any, ...], block_idx: np.ndarray, context: np.ndarray,
               ratios: tuple[np.ndarray, ...]) -> list[Notice]:
     """Workloads on which every cell keeps its bytes, FLOPs and every layer's time exactly (``ratios``: claim
     over baseline, cells that do not fit aside) while some key's phase is theirs: the change cannot act there,

@@ -24,7 +24,7 @@ from ..defaults import PAPER_HARDWARE as DEFAULT_HARDWARE
 from ..defaults import PAPER_TOLERANCE as TOLERANCE
 from ..inputs import units, workloads
 from ..inputs.catalog import Catalog
-from ..inputs.claim import Claim
+from ..inputs.claim import Claim, Section
 from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
 from ..inputs.specs import Model, is_config_path
 from ..model import layers, matrix
@@ -141,7 +141,7 @@ class _Priced:
     """The grid priced once: equal-batch ratio, both sides' fit, the offload time added to each step."""
 
     def __init__(self, claim: Claim, grid: matrix.Matrix, g: layers.Gaps, base: layers.Variant,
-                 setting: dict[str, Any], metric: str, models: tuple[Model, ...]) -> None:
+                 setting: Section, metric: str, models: tuple[Model, ...]) -> None:
         offload = setting.get("offload")
         # seconds a step spends streaming offloaded weights over the host link, each side its own weights
         self.extra: tuple[Any, Any] = (0.0, 0.0)
@@ -204,7 +204,7 @@ class _Priced:
 
 
 def _price(claim: Claim, method: workloads.Workloads, baseline: workloads.Workloads | None,
-           setting: dict[str, Any], metric: str) -> _Priced:
+           setting: Section, metric: str) -> _Priced:
     """The paper's setting priced, the method's model and, where the paper's baseline ran another one (MHA
     against MLA), the baseline's."""
     grid = matrix.build(method)
@@ -222,7 +222,7 @@ class PaperInputs:
     """The card's paper setting, read in the load phase: the workloads of its search grid (the method's model,
     and the baseline's where the paper's baseline ran another), and what the card did not state."""
 
-    setting: dict[str, Any]
+    setting: Section
     reported: float
     metric: str
     scope: str

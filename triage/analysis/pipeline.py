@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
-from ..inputs.claim import Claim
+from ..inputs.claim import Claim, Section
 from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
@@ -20,7 +19,7 @@ from . import decision, noops, papercheck, regions, serving
 from .evaluation import Evaluation
 from .notices import Notice
 
-Card = str | Path | dict[str, Any] | Claim
+Card = str | Path | Section | Claim
 Source = workloads.Source | workloads.Opened | matrix.Matrix
 
 
@@ -32,7 +31,7 @@ def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
 
 
 def load_matrix(source: Source, cat: catalog.Catalog, model: str | None = None,
-                baseline: dict[str, Any] | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
+                baseline: Section | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
     """The workload matrix (a built Matrix passes through) and the catalog its names resolved in."""
     if isinstance(source, matrix.Matrix):
         return source, cat.merged({h.key: h for h in source.hardware}, {m.key: m for m in source.models})
@@ -43,14 +42,14 @@ def load_matrix(source: Source, cat: catalog.Catalog, model: str | None = None,
 PAPER_BASELINE_KEYS = ("attention", "memory_waste", "precision", "batch_utilization", "tp")
 
 
-def paper_baseline(claim: Claim) -> dict[str, Any]:
+def paper_baseline(claim: Claim) -> Section:
     """The baseline the card's paper improved on: its setting's attention kind, KV waste, precision, batch
     utilization and tensor parallelism (what `--baseline paper` lays over every workload)."""
     setting = claim.claim.get("setting", {})
     return {k: setting[k] for k in PAPER_BASELINE_KEYS if k in setting}
 
 
-def _overrides(claim: Claim, baseline: str) -> dict[str, Any]:
+def _overrides(claim: Claim, baseline: str) -> Section:
     """What `--baseline paper` lays over every workload ({} for the current stack); an error where the card
     states no baseline of its paper."""
     overrides = paper_baseline(claim) if baseline == "paper" else {}

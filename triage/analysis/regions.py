@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
 from .. import defaults
 from ..defaults import ANALYSIS_WORKERS, LIMITS, LONG_CONTEXT_TOKENS
-from ..inputs.claim import Claim
+from ..inputs.claim import Claim, Spec
 from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
 from ..model import layers, verdicts
@@ -190,7 +189,7 @@ def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
     if changes_format(claim.change):
         for kernel in (False, True):
             out.append(("kernel", kernel, replace(claim, kernel=kernel)))
-    spec: dict[str, Any] = claim.change.get("speculative", {})
+    spec: Spec = claim.change.get("speculative", {})
     if "acceptance" in spec:
         for delta in (-0.2, -0.1, 0.0, 0.1):
             alpha = min(max(spec["acceptance"] + delta, 0.0), 1.0)

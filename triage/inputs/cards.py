@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,7 @@ class _Budget:
         self.left = LIMITS.stacked_cards
 
 
-def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | None = None,
+def load(source: str | Path | Mapping[str, Any], catalog: catalog_mod.Catalog | None = None,
          _seen: tuple[str, ...] = (), _budget: _Budget | None = None, strict_evidence: bool = False) -> Claim:
     """Read and validate a card (a path, or an already-parsed dict); raise UserError listing every problem.
 
@@ -206,11 +207,11 @@ def load(source: str | Path | dict[str, Any], catalog: catalog_mod.Catalog | Non
     LIMITS.stacked_cards cards in all, none twice, no cycle; a card that cannot be read is blamed on the line
     that names it. ``strict_evidence`` also requires a paper card's evidence (``strict``).
     """
-    doc = document("<card>", source) if isinstance(source, dict) else load_file(source)
+    doc = document("<card>", dict(source)) if isinstance(source, Mapping) else load_file(source)
     claim = from_document(doc, catalog, strict_evidence)
     if isinstance(doc.data, dict) and "stack" in doc.data:
         budget = _budget or _Budget()
-        here = Path(doc.file).parent if not isinstance(source, dict) else Path(".")
+        here = Path(doc.file).parent if not isinstance(source, Mapping) else Path(".")
         me = str(Path(doc.file).resolve())
         parts, named = [], set()
         for i, name in enumerate(doc.data["stack"]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,14 @@ class QualityFigure:
         return self.claim / self.baseline - 1.0
 
 
+# A card's sections as validated against the claim schema (schemas/claim.schema.json; its change section generated
+# from the mechanism registry): read, never written, past inputs/. ``Change`` maps each change key to its
+# multiplier, format name or spec; a ``Spec`` is one key's mapping (kv_quant, speculative, sparsity, …).
+Change = Mapping[str, Any]
+Spec = Mapping[str, Any]
+Section = Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class Claim:
     """A validated claim card."""
@@ -48,9 +57,9 @@ class Claim:
     title: str
     direction: str
     file: str
-    change: dict[str, Any]
-    paper: dict[str, Any] = field(default_factory=dict)
-    claim: dict[str, Any] = field(default_factory=dict)
+    change: Change
+    paper: Section = field(default_factory=dict)
+    claim: Section = field(default_factory=dict)
     kernel: bool = True
     kernel_in: str = "paper"                    # engine | paper | none: where a kernel that runs it exists
     bandwidth_efficiency: float = 1.0

@@ -6,6 +6,7 @@ function."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -92,7 +93,7 @@ def classes() -> dict[str, MechanismClass]:
             for key, v in _data("classes.yaml").items()}
 
 
-def claim_classes(change: dict[str, Any]) -> list[str]:
+def claim_classes(change: Mapping[str, Any]) -> list[str]:
     """The classes of a change's mechanisms, in registry order, each once."""
     table = registry()
     return list(dict.fromkeys(table[key].klass for key in table if key in change))
@@ -102,7 +103,7 @@ def claim_classes(change: dict[str, Any]) -> list[str]:
 DTYPE_BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp6": 6, "int4": 4, "fp4": 4}
 
 
-def declared_bits(change: dict[str, Any], klass: str) -> float | None:
+def declared_bits(change: Mapping[str, Any], klass: str) -> float | None:
     """The bits per value a change declares for a quantization class: its format's ``bits``; a multiplier of
     16-bit bytes alone (kv_bytes, weight_bytes) counts as ⌊16·m⌋ bits, scales included (0.27 -> 4); None where
     the class declares no width."""
@@ -120,7 +121,7 @@ def declared_bits(change: dict[str, Any], klass: str) -> float | None:
     return float(math.floor(16 * m + 1e-9)) if isinstance(m, (int, float)) else None
 
 
-def incumbent_classes(change: dict[str, Any]) -> list[MechanismClass]:
+def incumbent_classes(change: Mapping[str, Any]) -> list[MechanismClass]:
     """The classes whose incumbent a change must beat: it declares fewer bits than the incumbent (a format at
     or above them is the incumbent's own kind, judged against the baseline)."""
     table = classes()
@@ -133,7 +134,7 @@ def incumbent_classes(change: dict[str, Any]) -> list[MechanismClass]:
     return out
 
 
-def kv_format(change: dict[str, Any]) -> bool:
+def kv_format(change: Mapping[str, Any]) -> bool:
     """Whether the change alters what the KV cache holds (every attention backend must then read it)."""
     table = registry()
     return any(table[key].kv_format for key in change)
@@ -150,7 +151,7 @@ WEIGHT_FORMATS = frozenset({"weight_bytes", "weight_quant", "sparsity"})   # wha
 KV_FORMATS = frozenset({"kv_bytes", "kv_quant"})                          # what dequantizing the KV reads
 
 
-def group_phases(change: dict[str, object]) -> dict[str, set[str]]:
+def group_phases(change: Mapping[str, Any]) -> dict[str, set[str]]:
     """Operator groups whose kernels the change replaces, each with the phases a mechanism replaces it in."""
     table = registry()
     out: dict[str, set[str]] = {}
@@ -167,12 +168,12 @@ def group_phases(change: dict[str, object]) -> dict[str, set[str]]:
     return out
 
 
-def touched_groups(change: dict[str, object]) -> set[str]:
+def touched_groups(change: Mapping[str, Any]) -> set[str]:
     """Operator groups whose kernels the change replaces."""
     return set(group_phases(change))
 
 
-def changes_format(change: dict[str, object]) -> bool:
+def changes_format(change: Mapping[str, Any]) -> bool:
     """Whether any mechanism changes a storage format (so a missing kernel matters)."""
     table = registry()
     return any(table[key].reverts for key in change)
@@ -181,7 +182,7 @@ def changes_format(change: dict[str, object]) -> bool:
 OUTSIDE_THE_STEP = ("utilization", "capacity", "scheduling")
 
 
-def outside_the_step(change: dict[str, object]) -> bool:
+def outside_the_step(change: Mapping[str, Any]) -> bool:
     """Whether part of the change's gain lies outside one step (batch slots, memory capacity): the end-to-end
     layer, not the step's bound, then decides."""
     table = registry()
@@ -193,19 +194,19 @@ def outside_the_step(change: dict[str, object]) -> bool:
 UNSIMULATED = {"tokens_per_step"}
 
 
-def unsimulated(change: dict[str, object]) -> list[str]:
+def unsimulated(change: Mapping[str, Any]) -> list[str]:
     """The change's keys the serving simulation does not model (their 'carries' is in UNSIMULATED)."""
     table = registry()
     return [key for key in change if table[key].carries in UNSIMULATED]
 
 
-def switchable(change: dict[str, object]) -> bool:
+def switchable(change: Mapping[str, Any]) -> bool:
     """Whether every mechanism of the change is one an operator switches per deployment."""
     table = registry()
     return bool(change) and all(table[key].optional for key in change)
 
 
-def carried(change: dict[str, object]) -> set[str]:
+def carried(change: Mapping[str, Any]) -> set[str]:
     """What the change's gain is made of (the registry's 'carries' of each key)."""
     table = registry()
     return {table[key].carries for key in change}
@@ -219,7 +220,7 @@ LOW_BITS = 4           # a format at or below this many bits per value is a low-
 _PERPLEXITY = ("wikitext", "ppl", "perplexity", "c4", "pile")
 
 
-def evidence_needed(change: dict[str, Any], quality_retained: float | None) -> list[str]:
+def evidence_needed(change: Mapping[str, Any], quality_retained: float | None) -> list[str]:
     """The evidence a lossy method of this kind must show, read from its declared format: token eviction,
     sparse KV reads or KV at 4 bits or fewer need long-context retrieval; weights at 4 bits or fewer need
     perplexity and a downstream task. An exact method (quality retained 1.0 by construction) needs neither."""

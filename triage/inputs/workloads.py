@@ -262,15 +262,15 @@ def _at(doc: Document, path: tuple[Any, ...]) -> Any:
     return node
 
 
-Source = str | Path | dict[str, Any] | Document | None
+Source = str | Path | Mapping[str, Any] | Document | None
 
 
 def open_source(source: Source) -> Document | None:
     """A workload file (path), a parsed dict or an opened Document -> its Document (None: the shipped default)."""
     if source is None or isinstance(source, Document):
         return source
-    if isinstance(source, dict):
-        return document("<workloads>", source)
+    if isinstance(source, Mapping):
+        return document("<workloads>", dict(source))
     return load_file(source)
 
 
@@ -328,7 +328,7 @@ def _model_names(data: dict[str, Any]) -> set[str]:
 
 
 def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = None,
-         model: str | None = None, baseline: dict[str, Any] | None = None, sweep: bool = False) -> Workloads:
+         model: str | None = None, baseline: Mapping[str, Any] | None = None, sweep: bool = False) -> Workloads:
     """Resolve a workload file (path, parsed dict or Document; None for the shipped default) into blocks.
 
     An ``Opened`` source was validated when it was opened, and ``catalog`` (its own by default) already holds

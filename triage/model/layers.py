@@ -28,6 +28,7 @@ from .roofline import (
     GROUPS,
     Machine,
     Memory,
+    PerGroup,
     StepCost,
     StepInputs,
     at,
@@ -183,7 +184,7 @@ class Fixed:
 
 
 def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInputs, hw: Machine,
-           ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed
+           ceff: PerGroup, beff: PerGroup, fixed: Fixed
            ) -> tuple[_Layers, dict[str, np.ndarray], np.ndarray]:
     """One forward step's time: the roofline, then efficiencies, occupancy and the all-reduces (their ring
     latency is an algorithm's, not a physical floor: kept out of the theoretical layer so that it stays a lower
@@ -193,8 +194,8 @@ def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInput
     return _Layers(theo, impl, impl + fixed.of(x)), terms, compute_bound
 
 
-def _implementation(x: StepInputs, cost_impl: StepCost, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any],
-                    beff: dict[str, Any], fixed: Fixed) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _implementation(x: StepInputs, cost_impl: StepCost, x_impl: StepInputs, hw: Machine, ceff: PerGroup,
+                    beff: PerGroup, fixed: Fixed) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The implementation layer of one step (kernels at their efficiencies and occupancy, then the all-reduces)
     and the end-to-end time by term."""
     comm = comm_time(x, hw.link_bandwidth, hw.link_latency)
@@ -203,7 +204,7 @@ def _implementation(x: StepInputs, cost_impl: StepCost, x_impl: StepInputs, hw: 
     return kernels + comm, {"kernels": kernels, "communication": comm, **fixed.terms(x)}
 
 
-def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: dict[str, Any], beff: dict[str, Any],
+def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: PerGroup, beff: PerGroup,
              fixed: Fixed, capacity: Any, reserve: Any, spec: _Speculation | None = None,
              like: Variant | None = None) -> Variant:
     if like is not None and x_impl is x and spec is None:
@@ -323,7 +324,7 @@ def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
     return out
 
 
-Efficiencies = tuple[dict[str, Any], dict[str, Any]]       # (compute, bandwidth) per group
+Efficiencies = tuple[PerGroup, PerGroup]       # (compute, bandwidth) per group
 
 
 def efficiencies(claim: Claim, ce: Any, be: Any, decode: np.ndarray | None = None) -> tuple[Efficiencies,
@@ -348,7 +349,7 @@ def efficiencies(claim: Claim, ce: Any, be: Any, decode: np.ndarray | None = Non
 
 
 def _spill(m: Matrix, base_x: StepInputs, base_fits: np.ndarray, claim_fits: np.ndarray, base_max: np.ndarray,
-           hw: Machine, ceff: dict[str, Any], beff: dict[str, Any], fixed: Fixed, capacity: Any, reserve: Any,
+           hw: Machine, ceff: PerGroup, beff: PerGroup, fixed: Fixed, capacity: Any, reserve: Any,
            base_step: np.ndarray, e2e_batch: np.ndarray, base_theo: np.ndarray) -> tuple[np.ndarray, ...]:
     """Where the baseline holds not one sequence and the claim fits: the baseline on the fewest GPUs
     (CAPACITY_TP times the workload's tensor parallelism) that hold the cell's batch. Returns the baseline's

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..defaults import OUTLIER_BITS
+from ..inputs.claim import Change, Spec
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
 from .roofline import StepInputs, attended_tokens, by_phase
@@ -29,7 +30,7 @@ class Context:
     """What a mechanism may look up: the whole change, another model's inputs on the same cells, a dtype's
     peak ratio, and a per-model figure of the cells' own models."""
 
-    change: dict[str, Any]
+    change: Change
     model_inputs: Callable[[str], StepInputs]
     peak_ratio: Callable[[str], Any]   # a dtype's dense peak over the workload's compute dtype, per cell
     per_model: Callable[[Callable[[Model], float]], np.ndarray]   # fn(model) of each cell's (served) model
@@ -39,7 +40,7 @@ class Context:
 # ---- cache -------------------------------------------------------------------------------------
 
 
-def kv_quant_bytes(spec: dict[str, Any]) -> float:
+def kv_quant_bytes(spec: Spec) -> float:
     """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
     per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
     Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
@@ -48,7 +49,7 @@ def kv_quant_bytes(spec: dict[str, Any]) -> float:
     return spec["bits"] / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
 
 
-def kv_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def kv_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """A declared KV format: each token's KV at ``kv_quant_bytes`` per element, except the ``residual_tokens``
     most recent, kept at the baseline's precision until their group fills (KIVI's residual, Liu et al. 2024
     §3.3); the mean over the context the cell holds, never above the baseline's."""
@@ -101,7 +102,7 @@ def streaming_heads(x: StepInputs, spec: dict[str, float], ctx: Context) -> Step
                    kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
-def sparse_attention(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def sparse_attention(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Each query attends at most ``budget`` keys in the phases named: a decode step reads min(T, budget)
     tokens of KV (all stay stored); a prefill computes Σ min(i, budget) pairs, causal_pairs with W = budget.
     The gain grows with the context (MInference: Jiang et al. 2024; NSA: Yuan et al. 2025)."""
@@ -153,7 +154,7 @@ def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
 # ---- weights -----------------------------------------------------------------------------------
 
 
-def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
+def quantized_bytes_per_weight(spec: Spec) -> float:
     """Group-wise quantization: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight.
 
     int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
@@ -161,7 +162,7 @@ def quantized_bytes_per_weight(spec: dict[str, Any]) -> float:
     return spec["bits"] / 8 + (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * spec["group_size"])
 
 
-def weight_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def weight_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Weight-only quantization of the transformer blocks (and experts); the LM head and embedding stay
     16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them)."""
     bpe = np.asarray(quantized_bytes_per_weight(spec))
@@ -169,7 +170,7 @@ def weight_quant(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInput
     return replace(x, weight_read_bpe=bpe, weight_stored_bpe=bpe, head_read_bpe=head, head_stored_bpe=head)
 
 
-def sparsity(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def sparsity(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """N:M structured sparsity (2:4 on Ampere+): N of every M weights kept, with ⌈log2 M⌉ index bits per kept
     weight; FLOPs × N/M. Only a sparse kernel gets either (Mishra et al. 2021)."""
     n, m = (int(v) for v in spec["pattern"].split(":"))
@@ -186,7 +187,7 @@ def compute_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
     return replace(x, linear_peak_mult=x.linear_peak_mult * ctx.peak_ratio(dtype))
 
 
-def hadamard(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def hadamard(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Online rotations before quantized GEMMs (QuaRot, Ashkboos et al. 2024): per token and layer, ``per_layer``
     fast Walsh–Hadamard transforms of n elements at n·log2(n) vector operations each."""
     n = float(spec["size"])
@@ -194,7 +195,7 @@ def hadamard(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
     return replace(x, transform_ops=x.transform_ops + ops)
 
 
-def low_rank(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def low_rank(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Each projection W (m × n) becomes U (m × r) · V (r × n): parameters and FLOPs r(m+n) instead of m·n
     (Hu et al. 2021's factorization, applied to the weights). Which projections a model has — attention or
     MLA, a gated or two-matrix MLP, shared and routed experts — is Model.low_rank_saved's."""
@@ -218,7 +219,7 @@ def distill_to(x: StepInputs, name: str, ctx: Context) -> StepInputs:
 # ---- decoding and system -----------------------------------------------------------------------
 
 
-def speculative(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def speculative(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """The verification forward: q = γ+1 (or the tree's size) queries per sequence in one step."""
     return replace(x, query_tokens=np.asarray(float(speculative_plan(spec).verify_tokens)))
 
@@ -242,7 +243,7 @@ def expected_tokens(acceptance: float, tokens: int) -> float:
     return (1.0 - acceptance ** (tokens + 1)) / (1.0 - acceptance)
 
 
-def expected_for(spec: dict[str, Any], domain: str | None) -> float:
+def expected_for(spec: Spec, domain: str | None) -> float:
     """Tokens per step for a workload of ``domain``: the card's by_domain value where it gives one (acceptance
     varies with the text: code and math accept more than chat), else its default."""
     by_domain = spec.get("by_domain", {})
@@ -253,7 +254,7 @@ def expected_for(spec: dict[str, Any], domain: str | None) -> float:
     return expected_tokens(by_domain[domain], int(spec["tokens"]))
 
 
-def speculative_plan(spec: dict[str, Any]) -> SpeculativePlan:
+def speculative_plan(spec: Spec) -> SpeculativePlan:
     """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
     if "tokens_per_step" in spec:
         return SpeculativePlan(float(spec.get("draft_passes", 1)), float(spec["verify_tokens"]),
@@ -274,7 +275,7 @@ def batching(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
     return replace(x, utilization=np.asarray(spec["utilization"]))
 
 
-def scheduler(x: StepInputs, spec: dict[str, Any], ctx: Context) -> StepInputs:
+def scheduler(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """A scheduling change leaves every step as it is: its gain lives in the queue, which the serving
     simulation of a workload with traffic: prices (analysis/serving.py); elsewhere the memo warns."""
     return x
@@ -334,7 +335,7 @@ def _served(model: Model) -> Callable[[Callable[[Model], float]], np.ndarray]:
     return per_model
 
 
-def apply(change: dict[str, Any], x: StepInputs, ctx: Context) -> StepInputs:
+def apply(change: Change, x: StepInputs, ctx: Context) -> StepInputs:
     """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``, in registry order."""
     for key, mechanism in REGISTRY.items():
         if key in change:
@@ -344,7 +345,7 @@ def apply(change: dict[str, Any], x: StepInputs, ctx: Context) -> StepInputs:
     return x
 
 
-def without_kernel(claim: StepInputs, base: StepInputs, change: dict[str, Any]) -> StepInputs:
+def without_kernel(claim: StepInputs, base: StepInputs, change: Change) -> StepInputs:
     """No kernel reads the new format in place: what each format mechanism saves at read time comes back
     (reads at the old bytes, dense FLOPs); storage keeps the saving unless the mechanism says otherwise."""
     fields = {f for key in change for f in REGISTRY[key].info.reverts}

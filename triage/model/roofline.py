@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 GROUPS = ("linear", "attention", "lm_head", "other")
+PerGroup = Mapping[str, Any]        # a value for each of GROUPS: a float, or a column over the cells
 LOGIT_BYTES = 4.0  # logits are written in fp32
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallelism: after attention and after the MLP (Shoeybi et al. 2019)
 
@@ -151,7 +152,7 @@ class StepCost:
     flops: dict[str, np.ndarray]
     bytes: dict[str, np.ndarray]
     vector_ops: dict[str, np.ndarray] = field(default_factory=_zeros)
-    peak_mult: dict[str, Any] = field(default_factory=lambda: {g: 1.0 for g in GROUPS})
+    peak_mult: PerGroup = field(default_factory=lambda: {g: 1.0 for g in GROUPS})
     total_flops: np.ndarray = field(init=False)
     total_bytes: np.ndarray = field(init=False)
 

@@ -6,7 +6,16 @@ from typing import Any
 
 import yaml
 
-from ..analysis.calibrate import FIT_NOTES, LINEAR, REQUEST_MAX, FitNote, defaults
+from ..analysis.calibrate import (
+    FIT_NOTES,
+    LINEAR,
+    POINT_COLUMNS,
+    REQUEST_MAX,
+    Calibration,
+    FitNote,
+    HardwareFit,
+    defaults,
+)
 from ..inputs import units
 
 
@@ -20,42 +29,42 @@ def _values(p: dict[str, float]) -> dict[str, Any]:
             **{k[:-2]: _ms(p.get(k, 0.0)) for k in LINEAR}}
 
 
-def workload_file(report: dict[str, Any], engine: str = "calibrated") -> str:
+def workload_file(report: Calibration, engine: str = "calibrated") -> str:
     """An engine profile (the fitted values per chip) and one workload per measured configuration that uses
     it: a workload file, and a profile any other workload file can name by this file's path."""
     entries = []
     hardware = {}
     split = 0
-    for h in report["hardware"]:
-        hardware[h["hardware"]] = _values(h["parameters"])
-        if h["uncertainty"]:
-            u = h["uncertainty"]
-            hardware[h["hardware"]]["uncertainty"] = {
+    for h in report.hardware:
+        hardware[h.hardware] = _values(h.parameters)
+        if h.uncertainty:
+            u = h.uncertainty
+            hardware[h.hardware]["uncertainty"] = {
                 **{k: round(u[k], 4) for k in ("bandwidth", "compute")},
                 **{k[:-2]: _ms(u[k]) for k in LINEAR if k in u}}
-        for n, p in enumerate(h["points"]):
+        for n, p in enumerate(h.points):
             if int(p.get("pipeline") or 1) > 1:           # a workload prices tensor parallelism, not a layer split
                 split += 1
                 continue
             # the row's own phase and formats (a 2,048-token TTFT row stays a prefill; int4 weights stay int4);
             # a generation row becomes its decode steps at the mean context
-            phase = "prefill" if p["phase"] == "prefill" else "decode"
-            context = int(float(p["context"])) + (int(p["output_tokens"] or 0) // 2 if p["phase"] == "generation"
-                                                   else 0)
-            entry = {"name": f"{h['hardware']}-{n + 1}", "model": p["model"], "hardware": h["hardware"],
-                     "phase": phase, "context": context, "batch": int(p["batch"] or 1), "tp": int(p["tp"] or 1),
-                     "precision": {"weights": "bf16" if p["weights"] in ("bf16", "fp16") else p["weights"],
-                                   "kv": p["kv"] or "bf16", "compute": p["compute"] or "bf16"},
-                     "attention": p["attention"] or "fused", "engine": engine}
-            if p["phase"] == "generation":
-                entry["output_tokens"] = int(p["output_tokens"])
+            phase = "prefill" if p.get("phase") == "prefill" else "decode"
+            context = int(float(p.get("context"))) + (int(p.get("output_tokens") or 0) // 2
+                                                       if p.get("phase") == "generation" else 0)
+            entry = {"name": f"{h.hardware}-{n + 1}", "model": p.get("model"), "hardware": h.hardware,
+                     "phase": phase, "context": context, "batch": int(p.get("batch") or 1), "tp": int(p.get("tp") or 1),
+                     "precision": {"weights": "bf16" if p.get("weights") in ("bf16", "fp16") else p.get("weights"),
+                                   "kv": p.get("kv") or "bf16", "compute": p.get("compute") or "bf16"},
+                     "attention": p.get("attention") or "fused", "engine": engine}
+            if p.get("phase") == "generation":
+                entry["output_tokens"] = int(p.get("output_tokens"))
             entries.append(entry)
     d = defaults()
-    profile = {"description": f"fitted by `triage calibrate {report['source']}`",
-               "source": f"{sum(h['rows'] for h in report['hardware'])} measured rows of {report['source']}",
+    profile = {"description": f"fitted by `triage calibrate {report.source}`",
+               "source": f"{sum(h.rows for h in report.hardware)} measured rows of {report.source}",
                "default": _values(d),
                "hardware": hardware}
-    header = (f"# triage workload file: calibrated by `triage calibrate {report['source']}`\n"
+    header = (f"# triage workload file: calibrated by `triage calibrate {report.source}`\n"
               f"# the engine profile {engine!r} (efficiencies and fixed costs fitted per chip from measured times)\n"
               f"# and one workload per measured row; other workload files use the profile with engine: <this file>\n"
               f"# (a row's weight grouping and scale bits are the calibration's; a workload prices int4/int8 weights\n"
@@ -103,50 +112,61 @@ def note_words(n: FitNote) -> str:
 assert {"lowest", "highest", "negative", "request-overhead", "not-fitted"} == set(FIT_NOTES)
 
 
-def as_json(report: dict[str, Any]) -> dict[str, Any]:
-    """The calibration report as `triage calibrate --format json` prints it: each note of a fit in words."""
-    return {**report, "hardware": [{**h, "warnings": [note_words(n) for n in h["warnings"]]}
-                                   for h in report["hardware"]]}
+def _fit_json(h: HardwareFit) -> dict[str, Any]:
+    return {"hardware": h.hardware, "rows": h.rows, "default": h.default,
+            "warnings": [note_words(n) for n in h.warnings], "fitted": h.fitted, "parameters": h.parameters,
+            "free": list(h.free), "uncertainty": h.uncertainty, "compute_identified": h.compute_identified,
+            "error_before": h.error_before, "error_after": h.error_after,
+            "error_leave_one_out": h.error_leave_one_out,
+            "points": [{**dict(zip(POINT_COLUMNS, p.columns, strict=True)), "measured_s": p.measured_s,
+                        "before_s": p.before_s, "after_s": p.after_s} for p in h.points]}
+
+
+def as_json(report: Calibration) -> dict[str, Any]:
+    """The calibration report as `triage calibrate --format json` prints it (its keys a contract): each note of a
+    fit in words."""
+    return {"source": report.source, "hardware": [_fit_json(h) for h in report.hardware]}
 
 
 PER = ("per step", "per layer of a step", "per request")
 
 
-def _cost(h: dict[str, Any], k: str, per: str) -> str:
+def _cost(h: HardwareFit, k: str, per: str) -> str:
     """One fitted fixed cost with its standard error, or the default it kept."""
-    f, u = h["parameters"], h["uncertainty"] or {}
+    f, u = h.parameters, h.uncertainty or {}
     shown = f"{k[:-2].replace('_', ' ')} **{units.fmt_time(f[k])}**" + (
         f" ± {units.fmt_time(u[k])}" if k in u else "") + f" {per}"
-    return shown if k in h.get("free", ()) else shown + f" (not fitted: {units.fmt_time(f[k])}, the default)"
+    return shown if k in h.free else shown + f" (not fitted: {units.fmt_time(f[k])}, the default)"
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Calibration) -> str:
     """The calibration report: fitted values and the error before and after, per point."""
-    lines = ["<!-- triage calibration report -->", f"# Calibration: `{report['source']}`", ""]
-    for h in report["hardware"]:
-        f, u = h["parameters"], h["uncertainty"] or {}
+    lines = ["<!-- triage calibration report -->", f"# Calibration: `{report.source}`", ""]
+    for h in report.hardware:
+        f, u = h.parameters, h.uncertainty or {}
         pm = {name: f" ± {u[name]:.2f}" if name in u else "" for name in ("bandwidth", "compute")}
 
-        verb = "Fitted" if h["fitted"] else "Not fitted, the defaults"
-        loo = h["error_leave_one_out"]
+        verb = "Fitted" if h.fitted else "Not fitted, the defaults"
+        loo = h.error_leave_one_out
         d = defaults()
 
         costs = "; ".join(_cost(h, k, per) for k, per in zip(LINEAR, PER, strict=True))
-        lines += [f"## {h['hardware']} ({h['rows']} measurements)", "",
+        lines += [f"## {h.hardware} ({h.rows} measurements)", "",
                   f"{verb}: bandwidth efficiency **{f['bandwidth']:.2f}**{pm['bandwidth']}, compute efficiency "
                   f"**{f['compute']:.2f}**{pm['compute']}; "
                   + costs
                   + f" (default efficiencies {d['bandwidth']:.2f}, {d['compute']:.2f}; ± is the jackknife standard "
                   f"error). Mean absolute prediction error: "
-                  f"**{units.fmt_percent(h['error_before'])} → {units.fmt_percent(h['error_after'])}** in sample"
+                  f"**{units.fmt_percent(h.error_before)} → {units.fmt_percent(h.error_after)}** in sample"
                   + (f", **{units.fmt_percent(loo)}** leaving each row out" if loo is not None else "") + ".", ""]
-        lines += [f"> **Warning:** {note_words(w)}." for w in h["warnings"]] + ([""] if h["warnings"] else [])
+        lines += [f"> **Warning:** {note_words(w)}." for w in h.warnings] + ([""] if h.warnings else [])
         lines += ["| model | weights | phase | tp | batch | context | measured | predicted before | predicted after | "
                   "source |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
-        for p in h["points"]:
-            gpus = f"{p['tp'] or 1}" + (f" × {p['pipeline']} stages" if int(p.get("pipeline") or 1) > 1 else "")
-            lines.append(f"| {p['model']} | {p['weights']} | {p['phase']} | {gpus} | {p['batch'] or 1} | "
-                         f"{p['context']} | {units.fmt_time(p['measured_s'])} | {units.fmt_time(p['before_s'])} | "
-                         f"{units.fmt_time(p['after_s'])} | {p['source'] or ''} |")
+        for p in h.points:
+            gpus = f"{p.get('tp') or 1}" + (f" × {p.get('pipeline')} stages" if int(p.get("pipeline") or 1) > 1 else "")
+            lines.append(f"| {p.get('model')} | {p.get('weights')} | {p.get('phase')} | {gpus} | "
+                         f"{p.get('batch') or 1} | {p.get('context')} | {units.fmt_time(p.measured_s)} | "
+                         f"{units.fmt_time(p.before_s)} | "
+                         f"{units.fmt_time(p.after_s)} | {p.get('source') or ''} |")
         lines.append("")
     return "\n".join(lines)
