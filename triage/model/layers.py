@@ -59,6 +59,9 @@ class Variant:
     # one forward step's end-to-end seconds by term (a verification step under speculation): kernels,
     # communication (all-reduces), step (overhead), launch (per layer), request (a prefill's fixed cost)
     time_terms: dict[str, np.ndarray]
+    # one forward step's roofline time (the theoretical layer before speculation spreads it over the tokens a
+    # step yields): what a roofline plot places the step at
+    step_theoretical: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -220,12 +223,13 @@ def _variant(x: StepInputs, x_impl: StepInputs, hw: Machine, ceff: PerGroup, bef
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = np.clip(np.nan_to_num(bound / t.theoretical), 0.0, 1.0)
     mem = memory(x_impl)            # what the implementation stores (no sparse kernel: dense weights)
+    step = t.theoretical
     if spec is not None:
         t = spec.per_token(t)
         mem = spec.with_draft(mem)
     total = mem.total(x.batch, x.memory_waste, reserve)
     return Variant(x, cost, mem, total, total <= capacity, mem.max_batch(capacity, x.memory_waste, reserve),
-                   t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction, terms)
+                   t.theoretical, t.implementation, t.end_to_end / x.utilization, fraction, terms, step)
 
 
 def steps_per_request(m: Matrix) -> np.ndarray:
@@ -254,7 +258,8 @@ def _either(on: np.ndarray, new: Variant, base: Variant) -> Variant:
                    pick(new.time_implementation, base.time_implementation),
                    pick(new.time_end_to_end, base.time_end_to_end),
                    pick(new.compute_bound_fraction, base.compute_bound_fraction),
-                   {k: pick(v, base.time_terms[k]) for k, v in new.time_terms.items()})
+                   {k: pick(v, base.time_terms[k]) for k, v in new.time_terms.items()},
+                   pick(new.step_theoretical, base.step_theoretical))
 
 
 @dataclass(frozen=True)

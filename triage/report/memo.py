@@ -10,8 +10,6 @@ import numpy as np
 
 from ..defaults import LIMITS
 from ..inputs import units
-from ..model import layers
-from ..model.roofline import step_time
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
 from .describe import describe
@@ -70,12 +68,8 @@ def figure_data(result: Result) -> dict[str, str]:
     n = min(len(m), LIMITS.figure_points)
     names = m.labels("blocks")[:n]
     b, c = g.base, g.claim
-    shown = np.arange(n)                                  # only the plotted cells, not the whole matrix
-    hw_cols = layers.machine(m).take(shown)
     # a roofline plots a step at full efficiency (for speculation: the verification step, not time per token)
-    base_cost, claim_cost = b.cost.take(shown), c.cost.take(shown)
-    base_step = step_time(base_cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
-    claim_step = step_time(claim_cost, hw_cols.peak, hw_cols.bandwidth, vector_peak=hw_cols.vector_peak)
+    base_step, claim_step = (np.broadcast_to(v.step_theoretical, m.batch.shape)[:n] for v in (b, c))
     claim_dtype = ev.claim.change.get("compute_dtype")
     points, roofs = [], {}
     for i in range(n):
