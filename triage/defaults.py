@@ -126,3 +126,31 @@ SERVING_MEMO_RUNS = 512
 # Where the baseline holds not one sequence on its GPUs and the claim does, the baseline is priced on this many
 # times the GPUs (the fewest that fit, within one 8-GPU node): the claim's gain is then GPUs saved.
 CAPACITY_TP = (2, 4, 8)
+
+# What a card's optional fields mean when it leaves them out (schemas/claim.schema.json describes each):
+# a kernel reads the new format (`implementation.kernel`, the card's claim as stated); it reaches the baseline
+# kernel's efficiency (1.0: no loss until measured); the reported number is a decode step's time per token
+# (`claim.metric`) of the whole step (`claim.scope`); long-context retrieval is untested until the card says so.
+CARD_KERNEL = True
+CARD_EFFICIENCY = 1.0
+CARD_METRIC = "tpot"
+CARD_SCOPE = "end-to-end"
+CARD_LONG_CONTEXT_TESTED = False
+
+# Assumptions where a card leaves a format's field out (state it to override; each key's schema fragment in
+# inputs/mechanisms.yaml describes the field): a group's scale is 16 bits wide and it has no zero point
+# (symmetric); an online rotation (hadamard) runs one transform a layer; a draft model runs one pass per step.
+SCALE_BITS = 16
+ZERO_BITS = 0
+ROTATIONS_PER_LAYER = 1
+DRAFT_PASSES = 1
+
+# A traffic block's defaults (docs/serving.md): Poisson arrivals, 512-token prompts and 128-token outputs,
+# 2,000 requests a rate of which the first 10 % warm the queue up, one seed, and SLO bounds read at the P99.
+TRAFFIC_ARRIVALS = "poisson"
+TRAFFIC_PROMPT_TOKENS = 512
+TRAFFIC_OUTPUT_TOKENS = 128
+TRAFFIC_REQUESTS = 2000
+TRAFFIC_WARMUP = 0.1
+TRAFFIC_SEED = 0
+TRAFFIC_PERCENTILE = "p99"

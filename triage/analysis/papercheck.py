@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import CARD_METRIC, CARD_SCOPE
 from ..defaults import PAPER_BATCHES as BATCHES
 from ..defaults import PAPER_CONTEXTS as CONTEXTS
 from ..defaults import PAPER_HARDWARE as DEFAULT_HARDWARE
@@ -250,8 +251,8 @@ def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
     reported = claim.claimed_speedup
     if not setting or reported is None:
         return PaperCheck(reported, no_bound="no-setting" if not setting else "no-speedup")
-    metric = claim.claim.get("metric", "tpot")
-    scope = claim.claim.get("scope", "end-to-end")
+    metric = claim.claim.get("metric", CARD_METRIC)
+    scope = claim.claim.get("scope", CARD_SCOPE)
     if scope in ("training", "serving"):
         return PaperCheck(reported, no_bound=scope)
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..defaults import LIMITS, PAPER_HARDWARE
+from ..defaults import CARD_EFFICIENCY, CARD_KERNEL, CARD_LONG_CONTEXT_TESTED, LIMITS, PAPER_HARDWARE
 from ..errors import Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
@@ -91,7 +91,7 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
     problems += _quality_problems(doc, cat, models)
     impl = data.get("implementation", {})
     where = impl.get("kernel_in")
-    if where is not None and (where == "none") == impl.get("kernel", True):
+    if where is not None and (where == "none") == impl.get("kernel", CARD_KERNEL):
         problems.append(doc.problem(("implementation", "kernel_in"), (
             f"kernel_in {where} contradicts kernel {str(impl.get('kernel', True)).lower()}: 'none' goes with "
             f"kernel false, 'engine' and 'paper' with kernel true")))
@@ -278,16 +278,16 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, str
     return Claim(
         id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
         change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
-        kernel=impl.get("kernel", True),
-        kernel_in=impl.get("kernel_in", "paper" if impl.get("kernel", True) else "none"),
-        bandwidth_efficiency=impl.get("bandwidth_efficiency", 1.0),
-        compute_efficiency=impl.get("compute_efficiency", 1.0),
+        kernel=impl.get("kernel", CARD_KERNEL),
+        kernel_in=impl.get("kernel_in", "paper" if impl.get("kernel", CARD_KERNEL) else "none"),
+        bandwidth_efficiency=impl.get("bandwidth_efficiency", CARD_EFFICIENCY),
+        compute_efficiency=impl.get("compute_efficiency", CARD_EFFICIENCY),
         quality_retained=quality.get("retained"),
         figures=tuple(QualityFigure(f["kind"], f["task"], f["model"], float(f["baseline"]), float(f["claim"]),
                                     figure_params(f, catalog or catalog_mod.load(), models) or 0.0)
                       for f in quality.get("figures", [])),
         evaluated_on=tuple(quality.get("evaluated_on", ())),
-        long_context_tested=quality.get("long_context_tested", False),
+        long_context_tested=quality.get("long_context_tested", CARD_LONG_CONTEXT_TESTED),
         gpus=cost.get("gpus"), weeks=cost.get("weeks"),
         requires=tuple(d.get("requires", ())), conflicts=tuple(d.get("conflicts", ())),
         models=models, evidence=dict(d.get("evidence", {})),

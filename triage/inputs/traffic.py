@@ -18,7 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import LIMITS, SERVING_MIN_MEASURED, SERVING_RATE_MAX, SERVING_RATE_MIN
+from ..defaults import (
+    LIMITS,
+    SERVING_MIN_MEASURED,
+    SERVING_RATE_MAX,
+    SERVING_RATE_MIN,
+    TRAFFIC_ARRIVALS,
+    TRAFFIC_OUTPUT_TOKENS,
+    TRAFFIC_PERCENTILE,
+    TRAFFIC_PROMPT_TOKENS,
+    TRAFFIC_REQUESTS,
+    TRAFFIC_SEED,
+    TRAFFIC_WARMUP,
+)
 from ..errors import Problem, UserError
 from ..io.files import read_text
 from ..io.yamlio import Document
@@ -135,7 +147,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     raw = doc.data
     for part in path:
         raw = raw[part]
-    arrivals = raw.get("arrivals", "poisson")
+    arrivals = raw.get("arrivals", TRAFFIC_ARRIVALS)
     trace = None
     kind, cv = "poisson", 1.0
     if isinstance(arrivals, dict) and "gamma" in arrivals:
@@ -144,8 +156,8 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
         kind = "trace"
         name = arrivals["trace"]
         trace = read_trace(Path(name) if Path(name).is_absolute() else base / name, problems)
-    lengths = {k: _lengths(doc, path + (k,), raw.get(k, 512 if k == "prompt_tokens" else 128), problems)
-               for k in ("prompt_tokens", "output_tokens")}
+    lengths = {k: _lengths(doc, path + (k,), raw.get(k, default), problems)
+               for k, default in (("prompt_tokens", TRAFFIC_PROMPT_TOKENS), ("output_tokens", TRAFFIC_OUTPUT_TOKENS))}
     if kind != "trace" and any(v.kind == "trace" for v in lengths.values()):
         problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
     rates = tuple(sorted({float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw
@@ -168,11 +180,11 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
                 f"{LIMITS.serving_requests:,} (limit serving_requests)")))
         requests = int(min(max(wanted, 10.0), LIMITS.serving_requests))
     else:
-        requests = int(raw.get("requests", 2000))
+        requests = int(raw.get("requests", TRAFFIC_REQUESTS))
     if requests > LIMITS.serving_requests:
         problems.append(doc.problem(path + ("requests",), (
             f"{requests:,} requests; a simulation takes at most {LIMITS.serving_requests:,} (limit serving_requests)")))
-    warmup = float(raw.get("warmup", 0.1))
+    warmup = float(raw.get("warmup", TRAFFIC_WARMUP))
     measured = requests - int(math.floor(warmup * requests))
     if measured < SERVING_MIN_MEASURED:
         problems.append(doc.problem(path + ("warmup",), (
@@ -183,9 +195,9 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
              for k in ("ttft", "tbt", "tpot")}
     shared = raw.get("shared_prefix", {"share": 0.0, "tokens": 0})
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
-                   int(raw.get("seed", 0)), warmup, times["ttft"], times["tbt"],
-                   times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", "p99"),
-                   slo.get("tbt_at", "p99"), slo.get("tpot_at", "p99"), "slo" in raw)
+                   int(raw.get("seed", TRAFFIC_SEED)), warmup, times["ttft"], times["tbt"],
+                   times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", TRAFFIC_PERCENTILE),
+                   slo.get("tbt_at", TRAFFIC_PERCENTILE), slo.get("tpot_at", TRAFFIC_PERCENTILE), "slo" in raw)
 
 
 def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:

@@ -191,16 +191,16 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         description=description,
         models=merged["model"],
         hardware=merged["hardware"],
-        phase=merged.get("phase", "decode"),
+        phase=merged["phase"],
         context=merged.get("context", 0),
-        batch=merged.get("batch", 1),
+        batch=merged["batch"],
         precision={"weights": prec["weights"], "kv": prec["kv"], "activations": prec["activations"],
                    "compute": prec["compute"]},
         bandwidth_efficiency=eff["bandwidth"],
         compute_efficiency=eff["compute"],
         overhead_s=merged["overhead"],
-        request_overhead_s=merged.get("request_overhead", 0.0),
-        layer_overhead_s=merged.get("layer_overhead", 0.0),
+        request_overhead_s=merged["request_overhead"],
+        layer_overhead_s=merged["layer_overhead"],
         slo_tpot_s=slo.get("tpot"),
         slo_ttft_s=slo.get("ttft"),
         quality_gate=merged["quality_gate"],
@@ -369,7 +369,7 @@ def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = N
             problems.append(doc.problem(("workloads", i), "this workload needs 'context' (here or under "
                                                           "defaults:)"))
         _check_names(doc, ("workloads", i), layer, merged, inherited, cat, problems)
-        if "output_tokens" in layer and merged.get("phase", "decode") == "prefill":
+        if "output_tokens" in layer and merged["phase"] == "prefill":
             problems.append(doc.problem(("workloads", i, "output_tokens"), (
                 "a prefill workload's request is its prompt: output_tokens does not apply (give it to a decode "
                 "workload)")))
@@ -394,9 +394,9 @@ def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = N
     if grid:
         merged = _merge(defaults, {k: tuple(grid[k]) for k in ("model", "hardware") if k in grid}, override)
         _check_names(doc, ("grid",), grid, merged, inherited, cat, problems)
-        phases = grid.get("phase", [merged.get("phase", "decode")])
+        phases = grid.get("phase", [merged["phase"]])
         contexts = grid.get("context", [merged["context"]] if "context" in merged else [])
-        batches = grid.get("batch", [merged.get("batch", 1)])
+        batches = grid.get("batch", [merged["batch"]])
         if not contexts:
             problems.append(doc.problem(("grid",), "grid needs a context axis (or a context under defaults:)"))
         gname = grid.get("name", "grid")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import OUTLIER_BITS
+from ..defaults import DRAFT_PASSES, OUTLIER_BITS, ROTATIONS_PER_LAYER, SCALE_BITS, ZERO_BITS
 from ..inputs.claim import Change, Spec
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
@@ -45,7 +45,7 @@ def kv_quant_bytes(spec: Spec) -> float:
     per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
     Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
     group = spec.get("group_size")
-    scales = (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * group) if group else 0.0
+    scales = (spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)) / (8 * group) if group else 0.0
     return spec["bits"] / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
 
 
@@ -159,7 +159,8 @@ def quantized_bytes_per_weight(spec: Spec) -> float:
 
     int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
     """
-    return spec["bits"] / 8 + (spec.get("scale_bits", 16) + spec.get("zero_bits", 0)) / (8 * spec["group_size"])
+    group_bits = spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)
+    return spec["bits"] / 8 + group_bits / (8 * spec["group_size"])
 
 
 def weight_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
@@ -191,7 +192,7 @@ def hadamard(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Online rotations before quantized GEMMs (QuaRot, Ashkboos et al. 2024): per token and layer, ``per_layer``
     fast Walsh–Hadamard transforms of n elements at n·log2(n) vector operations each."""
     n = float(spec["size"])
-    ops = x.layers * float(spec.get("per_layer", 1)) * n * math.log2(n)
+    ops = x.layers * float(spec.get("per_layer", ROTATIONS_PER_LAYER)) * n * math.log2(n)
     return replace(x, transform_ops=x.transform_ops + ops)
 
 
@@ -257,7 +258,7 @@ def expected_for(spec: Spec, domain: str | None) -> float:
 def speculative_plan(spec: Spec) -> SpeculativePlan:
     """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
     if "tokens_per_step" in spec:
-        return SpeculativePlan(float(spec.get("draft_passes", 1)), float(spec["verify_tokens"]),
+        return SpeculativePlan(float(spec.get("draft_passes", DRAFT_PASSES)), float(spec["verify_tokens"]),
                                float(spec["tokens_per_step"]), spec.get("draft_model"), spec.get("draft_cost"))
     gamma = int(spec["tokens"])
     return SpeculativePlan(float(gamma), gamma + 1.0, expected_tokens(spec["acceptance"], gamma),
