@@ -6,7 +6,7 @@ Run with:  .venv/bin/python bench/bench.py [--runs N] [--big]      (not part of 
 1. triage.evaluate over a 1,000,000-cell grid (claims/kv2x.yaml, 1000 contexts × 1000 batches, llama-2-7b on
    h100-sxm), with its analysis (crossover, SLO, sensitivity) and without: cells/s and peak memory of the
    process (imports excluded from the time, included in the memory).
-2. One engine pass (layers.compute) over the same cells, in one process after a first call.
+2. One engine pass (evidence.compute) over the same cells, in one process after a first call.
 3. `triage sweep` of the million cells to Parquet and to CSV, the whole command; with --big, 100 million cells
    (10,000 × 10,000) to Parquet, once (about 3 minutes, 20 GB written to a temporary folder).
 4. Start-up: `triage run --help`, and what `triage run claims/kv2x.yaml` spends outside its pricing and
@@ -121,16 +121,17 @@ def evaluate(runs: int) -> None:
 
 def engine(runs: int) -> None:
     code = ("import time\nfrom bench.bench import CARD, GRID\nfrom triage.analysis import pipeline\n"
-            "from triage.inputs import catalog\nfrom triage.model import layers\n"
+            "from triage.inputs import catalog\nfrom triage.model import evidence\n"
             "cat = catalog.resolve(None); claim = pipeline.load_claim(CARD, cat)\n"
-            "m, res = pipeline.load_matrix(GRID, cat); layers.compute(m, claim, res.models)\n"
+            "m, res = pipeline.load_matrix(GRID, cat); evidence.compute(m, claim, res.models)\n"
             f"for _ in range({runs}):\n"
-            "    t0 = time.perf_counter(); layers.compute(m, claim, res.models); print('T', time.perf_counter() - t0)\n"
+            "    t0 = time.perf_counter(); evidence.compute(m, claim, res.models)\n"
+            "    print('T', time.perf_counter() - t0)\n"
             "print('N', len(m))")
     _, _, out = _python(code)
     times = [float(t) for t in re.findall(r"T ([\d.e-]+)", out)]
     n = int(re.search(r"N (\d+)", out)[1])
-    print(f"2. one engine pass (layers.compute, baseline and claim), {n:,} cells: {_median(times)} = "
+    print(f"2. one engine pass (evidence.compute, baseline and claim), {n:,} cells: {_median(times)} = "
           f"{n / statistics.median(times):,.0f} cells/s")
 
 
@@ -195,15 +196,16 @@ def serving(runs: int) -> None:
 
 def naive(sample: int = 2000) -> None:
     code = ("import time, numpy as np\nfrom bench.bench import CARD, GRID\nfrom triage.analysis import pipeline\n"
-            "from triage.inputs import catalog\nfrom triage.model import layers, verdicts\n"
+            "from triage.inputs import catalog\nfrom triage.model import evidence, verdicts\n"
             "cat = catalog.resolve(None); claim = pipeline.load_claim(CARD, cat)\n"
             "grid, res = pipeline.load_matrix(GRID, cat)\n"
-            "t0 = time.perf_counter(); g = layers.compute(grid, claim, res.models); verdicts.decide(grid, claim, g)\n"
+            "t0 = time.perf_counter(); g = evidence.compute(grid, claim, res.models); verdicts.decide(grid, claim, g)\n"
             "vec = time.perf_counter() - t0\n"
             f"idx = np.linspace(0, len(grid) - 1, {sample}).astype(int)\n"
             "t0 = time.perf_counter()\n"
             "for i in idx:\n"
-            "    one = grid.take(np.array([i])); verdicts.decide(one, claim, layers.compute(one, claim, res.models))\n"
+            "    one = grid.take(np.array([i]))\n"
+            "    verdicts.decide(one, claim, evidence.compute(one, claim, res.models))\n"
             f"per = (time.perf_counter() - t0) / {sample}\n"
             "print('R', per, vec, len(grid))")
     _, _, out = _python(code)

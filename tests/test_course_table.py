@@ -13,7 +13,7 @@ from triage.inputs import catalog
 from triage.inputs.claim import HOURS_PER_WEEK
 from triage.inputs.specs import Hardware
 from triage.model import roofline as costmodel
-from triage.model.layers import baseline_inputs
+from triage.model.evidence import baseline_inputs
 
 from conftest import CLAIMS, COURSE, GiB, cell, course_matrix, load_workloads
 

@@ -7,7 +7,7 @@ import sys
 import triage
 from triage.inputs import cards, catalog, validation, workloads
 from triage.io import yamlio
-from triage.model import layers
+from triage.model import evidence
 
 from conftest import CLAIMS, ROOT
 
@@ -20,12 +20,12 @@ LOADERS = {f.__code__: name for name, f in (
 def _walk(monkeypatch, card, source, **options):
     """The evaluation's loader calls (name and what they read) and its pricing passes, in order."""
     events = []
-    compute = layers.compute
+    compute = evidence.compute
 
     def counted(*args, **kwargs):
         events.append(("compute", ""))
         return compute(*args, **kwargs)
-    monkeypatch.setattr(layers, "compute", counted)
+    monkeypatch.setattr(evidence, "compute", counted)
 
     def profile(frame, event, arg):
         if event == "call" and frame.f_code in LOADERS:

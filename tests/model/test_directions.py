@@ -188,11 +188,11 @@ def test_speculative_pays_at_batch_1_and_loses_at_batch_256():
          "workloads": [{"name": "b1", "context": 1024, "batch": 1}, {"name": "b256", "context": 1024, "batch": 256}]}
     from triage.analysis.pipeline import load_claim, load_matrix
     from triage.inputs import catalog
-    from triage.model import layers
+    from triage.model import evidence
 
     cat = catalog.load()
     grid, _ = load_matrix(m, cat)
-    always_on = layers.compute(grid, load_claim(card(spec(0.3)), cat), cat.models, switch_optional=False)
+    always_on = evidence.compute(grid, load_claim(card(spec(0.3)), cat), cat.models, switch_optional=False)
     b1, b256 = (grid.batch == 1), (grid.batch == 256)
     assert always_on.speedup_theoretical[b1][0] > 1.1
     assert always_on.speedup_theoretical[b256][0] < 1.0            # on at batch 256 it is slower ...

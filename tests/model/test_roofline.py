@@ -7,7 +7,7 @@ import triage
 from triage.inputs import catalog
 from triage.inputs.specs import BYTES_PER_ELEMENT, bytes_per_element
 from triage.model import roofline as costmodel
-from triage.model.layers import baseline_inputs
+from triage.model.evidence import baseline_inputs
 
 from conftest import GB, GiB, MiB, card, cell, load_workloads
 

@@ -79,11 +79,11 @@ def test_sweep_writes_every_cell(tmp_path, suffix):
 
 def test_to_dict_only_converts_what_the_pipeline_computed(monkeypatch):
     # the pipeline prices, judges and analyses once; rendering must not evaluate anything again
-    from triage.model import layers
+    from triage.model import evidence
 
     r = triage.evaluate(CLAIMS / "kv2x.yaml")
     calls = []
-    monkeypatch.setattr(layers, "compute", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(evidence, "compute", lambda *a, **k: calls.append(a))
     r.to_dict()
     assert calls == []
 

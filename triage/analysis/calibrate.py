@@ -39,7 +39,7 @@ from ..inputs import units, workloads
 from ..inputs.claim import Change, Claim
 from ..inputs.validation import did_you_mean
 from ..io.files import read_text
-from ..model import layers, matrix
+from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
@@ -181,7 +181,7 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
     grid = matrix.build(resolved)
-    g = layers.compute(grid, claim, resolved.catalog.models)
+    g = evidence.compute(grid, claim, resolved.catalog.models)
     if not g.claim.fits.all():
         raise UserError([Problem(file, line, 1, "$.batch", (
             f"{raw['model']} at batch {batch:,} and {int(grid.context.max()):,} tokens does not fit "
@@ -189,7 +189,7 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
             f"at once, a smaller or offloaded cache); a time fitted to it would be wrong"))])
     x = g.claim.inputs
     cost = step_cost(x)
-    hw = layers.machine(grid)
+    hw = evidence.machine(grid)
     measured = _measured(raw, file, line, batch, context, output, phase)
     n = len(steps)
     return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "pipeline": pipeline, "weights": weights,

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..defaults import REGRESSION_TOLERANCE
 from ..inputs.claim import Claim
-from ..model.layers import Gaps
+from ..model.evidence import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import LABELS, Verdicts, simulated
 

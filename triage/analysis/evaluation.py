@@ -7,8 +7,8 @@ from typing import Any
 
 from ..inputs.claim import Claim, Section
 from ..inputs.specs import Model
+from ..model.evidence import Gaps
 from ..model.incumbent import IncumbentPrice
-from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
 from .decision import Decision

@@ -24,7 +24,7 @@ from ..errors import Problem, UserError
 from ..inputs import units
 from ..io.files import read_text
 from ..io.jsonio import load_json
-from ..model import layers, verdicts
+from ..model import evidence, verdicts
 from . import decision
 from .evaluation import Comparison, Evaluation, Measured
 
@@ -148,7 +148,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     basis = np.array(np.broadcast_to(g.e2e_metric, (n,)))
     quality_ratio, claim_s = np.full(n, np.nan), np.full(n, np.nan)
     base_req, claim_req = np.array(g.base_request_s, dtype=float), np.array(g.claim_request_s, dtype=float)
-    steps = np.broadcast_to(layers.steps_per_request(m), (n,))
+    steps = np.broadcast_to(evidence.steps_per_request(m), (n,))
     gpus_b = np.broadcast_to(g.base.inputs.tp, (n,))
     gpus_c = np.broadcast_to(g.claim.inputs.tp, (n,))
     util_b = np.broadcast_to(g.base.inputs.utilization, (n,))
@@ -165,11 +165,11 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
             # speedup and the fleet's GPU-time; only where both sides were measured, never one measured and one
             # predicted
             step_base, step_claim = t_base / util_b[i], t_claim / util_c[i]
-            base_req[i] = layers.request_seconds(steps[i], step_base, gpus_b[i], m.batch[i])
-            claim_req[i] = layers.request_seconds(steps[i], step_claim, gpus_c[i], m.batch[i])
+            base_req[i] = evidence.request_seconds(steps[i], step_base, gpus_b[i], m.batch[i])
+            claim_req[i] = evidence.request_seconds(steps[i], step_claim, gpus_c[i], m.batch[i])
             measured = step_base / step_claim
             e2e[i] = measured
-            basis[i] = layers.e2e_metric_code("measured")
+            basis[i] = evidence.e2e_metric_code("measured")
         theo, impl = float(g.speedup_theoretical[i]), float(g.speedup_implementation[i])
         lost = None
         if measured is not None and measured > theo * 1.05:

@@ -28,7 +28,7 @@ from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim, Section
 from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
 from ..inputs.specs import Model, is_config_path
-from ..model import layers, matrix
+from ..model import evidence, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
 from . import noops
 from .notices import Notice
@@ -123,7 +123,7 @@ def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: flo
     return tuple(out)
 
 
-def _largest_fitting_context(g: layers.Gaps, grid: matrix.Matrix) -> list[int]:
+def _largest_fitting_context(g: evidence.Gaps, grid: matrix.Matrix) -> list[int]:
     """Per searched batch, the longest context at which the baseline still fits (its KV grows linearly)."""
     per_token = g.base.mem.kv_per_sequence / np.maximum(grid.context, 1.0)
     room = g.capacity - g.base.mem.weights
@@ -141,7 +141,7 @@ def _window(models: tuple[Model, ...]) -> int:
 class _Priced:
     """The grid priced once: equal-batch ratio, both sides' fit, the offload time added to each step."""
 
-    def __init__(self, claim: Claim, grid: matrix.Matrix, g: layers.Gaps, base: layers.Variant,
+    def __init__(self, claim: Claim, grid: matrix.Matrix, g: evidence.Gaps, base: evidence.Variant,
                  setting: Section, metric: str, models: tuple[Model, ...]) -> None:
         offload = setting.get("offload")
         # seconds a step spends streaming offloaded weights over the host link, each side its own weights
@@ -183,7 +183,7 @@ class _Priced:
         b0, b1 = float(self.max_batch[0][i]), float(self.max_batch[1][i])
         if b0 < 1 or b1 < 1:
             return None, None
-        hw = layers.machine(self.grid).take(np.array([i]))
+        hw = evidence.machine(self.grid).take(np.array([i]))
         rates = []
         k = float(self.g.speedup_theoretical[i] * self.g.claim.time_theoretical[i] / self.g.base.time_theoretical[i])
         for inputs, batch, tokens, extra in ((self.base.inputs, b0, 1.0, self.extra[0]),
@@ -195,7 +195,7 @@ class _Priced:
 
     def scope_ratio(self, groups: tuple[str, ...]) -> np.ndarray:
         """The bound of a number that times only ``groups`` (a kernel, the attention operator)."""
-        hw = layers.machine(self.grid)
+        hw = evidence.machine(self.grid)
         ones = {g: 1.0 for g in GROUPS}
         times = []
         for cost in (self.base.cost, self.g.claim.cost):
@@ -210,11 +210,11 @@ def _price(claim: Claim, method: workloads.Workloads, baseline: workloads.Worklo
     against MLA), the baseline's."""
     grid = matrix.build(method)
     models = {**method.catalog.models, **claim.models}
-    g = layers.compute(grid, claim, models, switch_optional=False)
+    g = evidence.compute(grid, claim, models, switch_optional=False)
     if baseline is None:
         return _Priced(claim, grid, g, g.base, setting, metric, grid.models)
     other = matrix.build(baseline)
-    base = layers.compute(other, claim, models, switch_optional=False).base
+    base = evidence.compute(other, claim, models, switch_optional=False).base
     return _Priced(claim, grid, g, base, setting, metric, grid.models + other.models)
 
 

@@ -14,7 +14,7 @@ from ..inputs.claim import Claim, Section
 from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
-from ..model import incumbent, layers, matrix, verdicts
+from ..model import evidence, incumbent, matrix, verdicts
 from . import decision, noops, papercheck, regions, serving
 from .evaluation import Evaluation
 from .notices import Notice
@@ -105,7 +105,7 @@ def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
             f"fewer heads than the model has"))])
 
 
-def _check_physical(g: layers.Gaps) -> None:
+def _check_physical(g: evidence.Gaps) -> None:
     """Inputs are bounded, so every time, byte and FLOP count is finite and >= 0; anything else is a bug in
     triage (exit 3), never a 'nan' or 'inf' printed in a memo."""
     for side in (g.base, g.claim):
@@ -145,7 +145,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     paper = papercheck.load(claim, cat)
     models = resolved.models
     _check_applies(claim, m)
-    g = layers.compute(m, claim, models)                            # price
+    g = evidence.compute(m, claim, models)                            # price
     _check_physical(g)
     work = work or serving.run_budget()                             # simulated token-steps, run-wide
     served, g = serving.price(m, claim, g, work=work)               # a workload's traffic: the queue
@@ -153,15 +153,15 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     inc_s = shipped.request_s if shipped is not None else None
     v = verdicts.decide(m, claim, g, incumbent_request_s=inc_s)     # judge
     d = decision.decide(m, claim, g, v, shipped.name if shipped else None, inc_s)
-    parts = tuple((c, layers.compute(m, c, models)) for c in claim.stacked)
+    parts = tuple((c, evidence.compute(m, c, models)) for c in claim.stacked)
     current = None
     if now is not None:                                             # the same claim on today's stack, beside it
         m_now, cat_now = now
-        g_now = layers.compute(m_now, claim, cat_now.models)
+        g_now = evidence.compute(m_now, claim, cat_now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
     ranges = {}
     if any(k.endswith("_se") for b in m.blocks for h in m.hardware for k in b.engine_values(h.key)):
-        sides = (layers.compute(m, claim, models, shift=-1.0), layers.compute(m, claim, models, shift=1.0))
+        sides = (evidence.compute(m, claim, models, shift=-1.0), evidence.compute(m, claim, models, shift=1.0))
         for layer in ("implementation", "end_to_end"):
             a, b = (getattr(x, f"speedup_{layer}") for x in sides)
             ranges[layer] = (np.fmin(a, b), np.fmax(a, b))

@@ -18,7 +18,7 @@ from ..defaults import ANALYSIS_WORKERS, LIMITS, LONG_CONTEXT_TOKENS
 from ..inputs.claim import Claim, Spec
 from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
-from ..model import layers, verdicts
+from ..model import evidence, verdicts
 from ..model.matrix import Matrix
 from ..serving.budget import Budget
 from . import decision, serving
@@ -137,7 +137,7 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
     cells = decode[np.sort(first)]
     if cells.size == 0:
         return ()
-    g = layers.compute(_replicate(m, cells, ctx.ravel(), bat.ravel()), claim, models)   # every pair, one pass
+    g = evidence.compute(_replicate(m, cells, ctx.ravel(), bat.ravel()), claim, models)   # every pair, one pass
     for j, i in enumerate(cells):
         rows = slice(j * ctx.size, (j + 1) * ctx.size)
         min_gain = float(m.blocks[m.block_idx[i]].min_gain)
@@ -153,7 +153,7 @@ def crossover(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[Crosso
     return tuple(out)
 
 
-def _best(v: layers.Variant, rows: slice, slo: np.ndarray, per_step: np.ndarray) -> SloSide:
+def _best(v: evidence.Variant, rows: slice, slo: np.ndarray, per_step: np.ndarray) -> SloSide:
     """The largest batch that fits and whose step meets the SLO, and its tokens/s per GPU."""
     t = np.broadcast_to(v.time_end_to_end, v.fits.shape)[rows]
     step = t * np.broadcast_to(v.inputs.utilization, v.fits.shape)[rows]      # TPOT: a step's time
@@ -170,7 +170,7 @@ def slo_throughput(claim: Claim, m: Matrix, models: dict[str, Model]) -> tuple[S
     n, k = min(len(m), LIMITS.slo_cells), SLO_BATCHES.size
     cells = np.repeat(np.arange(n), k)
     grid = replace(m.take(cells), batch=np.tile(SLO_BATCHES, n).astype(float), share=np.full(n * k, 1.0 / (n * k)))
-    g = layers.compute(grid, claim, models)
+    g = evidence.compute(grid, claim, models)
     out = []
     for i in range(n):
         rows = slice(i * k, (i + 1) * k)
@@ -201,7 +201,7 @@ def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
 
 
 def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-                work: Budget | None = None, priced: layers.Gaps | None = None) -> tuple[Sensitivity, ...]:
+                work: Budget | None = None, priced: evidence.Gaps | None = None) -> tuple[Sensitivity, ...]:
     """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
     takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
     simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise).
@@ -214,7 +214,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
         else:
-            g = layers.compute(m, variant, models, baseline=priced.base if priced is not None else None,
+            g = evidence.compute(m, variant, models, baseline=priced.base if priced is not None else None,
                                retime=_retimable(claim, variant, priced))
             if served:
                 same = name == "quality_retained" or not touched_groups(claim.change)
@@ -228,7 +228,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         return tuple(pool.map(lambda args: row(*args), variants))
 
 
-def _retimable(claim: Claim, variant: Claim, priced: layers.Gaps | None) -> layers.Variant | None:
+def _retimable(claim: Claim, variant: Claim, priced: evidence.Gaps | None) -> evidence.Variant | None:
     """The card's own claim side, where a variant moves only its kernels' efficiencies: the same change and a
     kernel that reads it (the bytes it reads hold), nothing switched per cell and no draft model."""
     same = variant.change is claim.change and variant.kernel == claim.kernel and claim.kernel
@@ -239,7 +239,7 @@ def _retimable(claim: Claim, variant: Claim, priced: layers.Gaps | None) -> laye
 THRESHOLD_MARGIN = 0.05      # a gain within ±5 % of min_gain is a coin toss, whatever the inputs
 
 
-def marginal(m: Matrix, g: layers.Gaps, v: verdicts.Verdicts, rows: tuple[Sensitivity, ...]) -> np.ndarray:
+def marginal(m: Matrix, g: evidence.Gaps, v: verdicts.Verdicts, rows: tuple[Sensitivity, ...]) -> np.ndarray:
     """Per cell: True where the verdict flips inside the card's sensitivity ranges (kernel efficiency, a
     missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the threshold — a gain decides
     only where no rule the gain cannot move (quality, missing evidence, the stack, an unproven integration)
@@ -266,7 +266,7 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
     batches = np.unique(m.batch[same]) if np.unique(m.batch[same]).size >= 4 else SLO_BATCHES.astype(float)
     grid = replace(m.take(np.full(batches.size, i)), batch=batches.astype(float),
                    share=np.full(batches.size, 1.0 / batches.size))
-    g = layers.compute(grid, claim, models)
+    g = evidence.compute(grid, claim, models)
     slo = float(g.slo[0])
     step = [np.broadcast_to(v.time_end_to_end * v.inputs.utilization, grid.batch.shape) for v in (g.base, g.claim)]
     return Frontier(i, batches, g.base.time_end_to_end, g.claim.time_end_to_end, step[0], step[1], g.base.fits,
@@ -275,7 +275,7 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
 
 
 def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-            work: Budget | None = None, priced: layers.Gaps | None = None) -> Analysis:
+            work: Budget | None = None, priced: evidence.Gaps | None = None) -> Analysis:
     """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once (``priced``: the
     evaluation's own gaps, which the sensitivity reuses)."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),

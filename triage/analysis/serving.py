@@ -17,9 +17,9 @@ from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
 from ..inputs.traffic import Traffic
 from ..inputs.workloads import Settings
-from ..model import layers
+from ..model import evidence
+from ..model.evidence import Gaps
 from ..model.iteration import IterationCost, iteration_cost
-from ..model.layers import Gaps
 from ..model.matrix import Matrix
 from ..serving.budget import ITERATION_STEPS, Budget
 from ..serving.deployment import Served, Side, serve
@@ -32,12 +32,12 @@ def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") 
     """The iteration model of cell ``i``'s baseline or claim: its inputs, chip, efficiencies (a card's kernels
     at its share of them), fixed costs and memory, as the cell was priced."""
     e = g.engine
-    ceff, beff = layers.efficiencies(claim, e["compute"], e["bandwidth"])[side == "claim"]
+    ceff, beff = evidence.efficiencies(claim, e["compute"], e["bandwidth"])[side == "claim"]
     x = (g.base if side == "baseline" else g.claim).inputs
 
     def at(v: Any) -> float:
         return float(np.broadcast_to(v, (len(m),))[i])
-    return iteration_cost(x.take(np.array([i])), layers.machine(m).take(np.array([i])),
+    return iteration_cost(x.take(np.array([i])), evidence.machine(m).take(np.array([i])),
                           {k: at(v) for k, v in ceff.items()}, {k: at(v) for k, v in beff.items()},
                           at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
                           at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
@@ -147,7 +147,7 @@ def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: 
     for (b, mi, hi), r in results.items():
         same = (m.block_idx == b) & (m.model_idx == mi) & (m.hardware_idx == hi)
         gain[same] = r.gain
-        basis[same] = layers.e2e_metric_code(r.basis)
+        basis[same] = evidence.e2e_metric_code(r.basis)
         base_req[same] = r.baseline.gpu_seconds_per_request
         claim_req[same] = r.claim.gpu_seconds_per_request
     served = ~np.isnan(gain)

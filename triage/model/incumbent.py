@@ -11,7 +11,7 @@ import numpy as np
 from ..inputs.claim import Claim
 from ..inputs.registry import incumbent_classes
 from ..inputs.specs import Model
-from . import layers
+from . import evidence
 from .matrix import Matrix
 
 
@@ -25,7 +25,7 @@ class IncumbentPrice:
     speedup: np.ndarray              # the incumbent's own end-to-end gain over the baseline, per cell
 
 
-def price(m: Matrix, claim: Claim, g: layers.Gaps, models: dict[str, Model]) -> IncumbentPrice | None:
+def price(m: Matrix, claim: Claim, g: evidence.Gaps, models: dict[str, Model]) -> IncumbentPrice | None:
     """The incumbent of every class the claim must beat (a format below the incumbent's bits), or None."""
     classes = incumbent_classes(claim.change)
     if not classes:
@@ -35,7 +35,7 @@ def price(m: Matrix, claim: Claim, g: layers.Gaps, models: dict[str, Model]) -> 
         change = {k: v for part in combo for k, v in part.items()}
         shipped = Claim(id="incumbent", title="incumbent", direction=claim.direction, file="<incumbent>",
                         change=change, kernel=True, kernel_in="engine", quality_retained=1.0)
-        best = np.fmin(best, layers.compute(m, shipped, models).claim_request_s)
+        best = np.fmin(best, evidence.compute(m, shipped, models).claim_request_s)
     with np.errstate(invalid="ignore", divide="ignore"):
         speedup = g.base_request_s / best
     names = " + ".join(c.incumbent.name for c in classes if c.incumbent is not None)

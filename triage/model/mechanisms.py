@@ -5,7 +5,7 @@ claim's StepInputs. What it touches, what a missing kernel takes back and how
 two stacked cards compose it are data (inputs/mechanisms.yaml); this module
 binds each key to its function. Structure (which matrices a model has, how
 many parameters a KV head costs) comes from the model's spec, never re-derived
-here. Speculative decoding changes the step itself and is priced in layers.py
+here. Speculative decoding changes the step itself and is priced in evidence.py
 with the plan this module gives.
 """
 

@@ -20,7 +20,7 @@ from ..inputs.registry import (
     touched_groups,
 )
 from . import quality
-from .layers import Gaps
+from .evidence import Gaps
 from .matrix import Matrix
 from .quality import QualityStanding
 

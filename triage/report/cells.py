@@ -14,7 +14,7 @@ import numpy as np
 
 from ..analysis.evaluation import Evaluation
 from ..analysis.regions import marginal
-from ..model.layers import E2E_METRICS, Variant
+from ..model.evidence import E2E_METRICS, Variant
 from ..model.roofline import GROUPS
 from ..model.verdicts import LABELS
 from . import serving as serving_words

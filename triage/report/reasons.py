@@ -12,7 +12,7 @@ from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEX
 from ..inputs.claim import Claim, QualityFigure
 from ..inputs.registry import LONG_CONTEXT, claim_classes, classes, incumbent_classes, registry
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_pair, fmt_percent, fmt_ratio, fmt_time
-from ..model.layers import Gaps
+from ..model.evidence import Gaps
 from ..model.matrix import Matrix
 from ..model.mechanisms import speculative_plan
 from ..model.quality import QualityStanding

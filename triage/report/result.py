@@ -17,7 +17,7 @@ from ..inputs import oneoff, units
 from ..inputs.catalog import Engine
 from ..inputs.claim import Claim
 from ..inputs.workloads import Settings, Workloads
-from ..model.layers import Gaps
+from ..model.evidence import Gaps
 from ..model.matrix import Matrix
 from . import cells as cells_mod
 from . import notices, papercheck, plan
