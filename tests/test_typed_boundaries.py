@@ -45,8 +45,8 @@ def test_no_public_boundary_is_an_untyped_dict():
 
 
 def test_the_check_sees_annotations():
-    # the scan reads what it claims to: noops.warnings takes the card's change section, typed Change ...
-    assert dict(_public(importlib.import_module("triage.analysis.noops")))["warnings(change)"] == "Change"
+    # the scan reads what it claims to: cannot_act.warnings takes the card's change section, typed Change ...
+    assert dict(_public(importlib.import_module("triage.analysis.cannot_act")))["warnings(change)"] == "Change"
     # ... and a module that hands over a dict of anything is found
     module = types.ModuleType("fake")
     exec("from __future__ import annotations\nfrom typing import Any\n"

@@ -55,7 +55,7 @@ class Limits:
 
 LIMITS = Limits()
 
-# Sensitivity variants priced at once (analysis/regions.py): numpy releases the GIL in its loops, so two
+# Sensitivity variants priced at once (analysis/where_it_pays.py): numpy releases the GIL in its loops, so two
 # threads halve the analysis of a million cells on a 2-core machine (bench/bench.py, line 1); each variant in
 # flight holds one claim side of the matrix, so memory grows by one side per worker, not with the cores.
 ANALYSIS_WORKERS = 2

@@ -181,10 +181,10 @@ def test_sensitivity_in_threads_equals_one_at_a_time(kv2x_analysis, monkeypatch)
     """The variants are priced two at a time (defaults.ANALYSIS_WORKERS); the shipped matrix's conversation
     workload simulates in those threads (the serving memo and budget take a lock): one worker must print the
     same rows, gains and per-cell codes to the last digit."""
-    from triage.analysis import regions
+    from triage.analysis import where_it_pays
 
     threaded = triage.evaluate(CLAIMS / "kv2x.yaml").evaluation.analysis.sensitivity
-    monkeypatch.setattr(regions, "ANALYSIS_WORKERS", 1)
+    monkeypatch.setattr(where_it_pays, "ANALYSIS_WORKERS", 1)
     serial = triage.evaluate(CLAIMS / "kv2x.yaml").evaluation.analysis.sensitivity
     assert [(r.input, r.value, r.weighted_speedup, r.decision) for r in threaded] == \
         [(r.input, r.value, r.weighted_speedup, r.decision) for r in serial]

@@ -14,8 +14,8 @@ from ..model.verdicts import Verdicts
 from .decision import Decision
 from .notices import Notice
 from .papercheck import PaperCheck
-from .regions import Analysis
 from .serving import Results
+from .where_it_pays import Analysis
 
 # which layer lost the gain between the bound and the measurement (report/result.py words each)
 LOSSES = ("nothing", "implementation", "end-to-end")

@@ -30,7 +30,7 @@ from ..inputs.registry import acting_phases, carried, outside_the_step, touched_
 from ..inputs.specs import Model, is_config_path
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
-from . import noops
+from . import cannot_act
 from .notices import Notice
 
 PRICED = workloads.PAPER_KEYS       # setting keys the check prices as workload keys (beside model, hardware, …)
@@ -355,6 +355,6 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
         capacity_batches=tuple(capacity_batches) if capacity_batches else None,   # type: ignore[arg-type]
         likely_sources=_sources(claim, metric, capacity_bound, bound, capacity_batches) if exceeds else (),
         misfit=misfit,
-        warnings=tuple(noops.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
+        warnings=tuple(cannot_act.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
                                       [("the paper's setting", phase)],
                                       domains=None)))

@@ -15,7 +15,7 @@ from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
 from ..model import evidence, incumbent, matrix, verdicts
-from . import decision, noops, papercheck, regions, serving
+from . import cannot_act, decision, papercheck, serving, where_it_pays
 from .evaluation import Evaluation
 from .notices import Notice
 
@@ -166,9 +166,9 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             a, b = (getattr(x, f"speedup_{layer}") for x in sides)
             ranges[layer] = (np.fmin(a, b), np.fmax(a, b))
     check = papercheck.check(claim, paper)
-    found = noops.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
+    found = cannot_act.warnings(claim.change, m.hardware, [(b.name, b.phase) for b in m.blocks],
                            [b.domain for b in m.blocks])
-    found += noops.no_effect(claim.change, m.blocks, m.block_idx, m.context,
+    found += cannot_act.no_effect(claim.change, m.blocks, m.block_idx, m.context,
                              (g.speedup_theoretical, g.speedup_implementation, g.speedup_end_to_end,
                               g.claim.cost.total_bytes / g.base.cost.total_bytes,
                               g.claim.cost.total_flops / np.maximum(g.base.cost.total_flops, 1.0)))
@@ -195,6 +195,6 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     if "scheduler" in claim.change and not served:
         found.append(Notice("scheduler-unpriced"))
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
-                      regions.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
+                      where_it_pays.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
                       incumbent=shipped)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.evaluation import Evaluation
-from ..analysis.regions import marginal
+from ..analysis.where_it_pays import marginal
 from ..model.evidence import E2E_METRICS, Variant
 from ..model.roofline import GROUPS
 from ..model.verdicts import LABELS

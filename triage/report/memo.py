@@ -13,9 +13,9 @@ from ..inputs import units
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
 from .describe import describe
-from .regions import INPUT_WORDS, sensitivity_value
 from .result import Result, evidence_rows, rerun_arguments
 from .templates import Trusted, render
+from .where_it_pays import INPUT_WORDS, sensitivity_value
 
 MARKER = "<!-- triage decision memo"
 BRIEF_MARKER = "<!-- triage reading-group brief"

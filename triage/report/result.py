@@ -12,7 +12,7 @@ import numpy as np
 
 from ..analysis import pipeline
 from ..analysis.evaluation import LOSSES, Evaluation, Measured
-from ..analysis.regions import Analysis
+from ..analysis.where_it_pays import Analysis
 from ..inputs import oneoff, units
 from ..inputs.catalog import Engine
 from ..inputs.claim import Claim
@@ -23,8 +23,8 @@ from . import cells as cells_mod
 from . import notices, papercheck, plan
 from .directions import DIRECTIONS
 from .reasons import decision_reasons
-from .regions import analysis_dict
 from .rules import rule_words
+from .where_it_pays import analysis_dict
 
 JSON_VERSION = 1
 

@@ -20,7 +20,7 @@ class Budget:
 
     limit: float = math.inf
     spent: float = 0.0
-    # the sensitivity's variants simulate in threads (analysis/regions.py): a charge is read-add-write
+    # the sensitivity's variants simulate in threads (analysis/where_it_pays.py): a charge is read-add-write
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def charge(self, steps: float) -> None:

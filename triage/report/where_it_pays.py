@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.regions import INPUTS, Analysis, Crossover, Sensitivity
+from ..analysis.where_it_pays import INPUTS, Analysis, Crossover, Sensitivity
 
 
 def _k(tokens: float) -> str:

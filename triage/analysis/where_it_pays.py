@@ -67,7 +67,7 @@ class SloThroughput:
         return self.claim.tokens_per_s / self.baseline.tokens_per_s if self.baseline.tokens_per_s > 0 else None
 
 
-# the card's uncertain inputs the sensitivity moves (report/regions.py words each)
+# the card's uncertain inputs the sensitivity moves (report/where_it_pays.py words each)
 INPUTS = ("bandwidth_efficiency", "kernel", "acceptance", "quality_retained")
 
 
