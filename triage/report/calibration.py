@@ -81,6 +81,10 @@ def _cost_name(name: str) -> str:
     return name.replace("_s", "").replace("_", " ")
 
 
+_PINNED = ("the rows ask for more than the model's terms can give (a kernel far from its peak, a floor, an "
+           "unstated setting); read the error, not the parameter")
+
+
 def short_words(n: FitNote) -> str:
     """What a note is about, in a few words: the parameter and the value it sits at."""
     if n.code in ("lowest", "highest"):
@@ -93,23 +97,20 @@ def short_words(n: FitNote) -> str:
     return f"not fitted: {n.value:.0f} row{'s' if n.value != 1 else ''}"
 
 
+_NOTES = {
+    "lowest": "{what} is the lowest value the fit may take: " + _PINNED,
+    "highest": "{what} is the highest value the fit may take: " + _PINNED,
+    "negative": "{what} is its lower bound and the rows ask for less: the model prices them slower than measured",
+    "request-overhead": "{what} is more than a request's fixed cost can be ({most_ms:g} ms): the rows' TTFT includes "
+                        "queueing",
+    "not-fitted": "{what} for 3 parameters; the defaults stay (add rows)",
+}
+assert set(_NOTES) == set(FIT_NOTES)
+
+
 def note_words(n: FitNote) -> str:
     """One note of a fit, as the report and the JSON print it."""
-    if n.code in ("lowest", "highest"):
-        return (f"{short_words(n)} is the {n.code} value the fit may take: the rows ask for more than the model's "
-                f"terms can give (a kernel far from its peak, a floor, an unstated setting); read the error, not "
-                f"the parameter")
-    if n.code == "negative":
-        return (f"{short_words(n)} is its lower bound and the rows ask for less: the model prices them slower than "
-                f"measured")
-    if n.code == "request-overhead":
-        return (f"{short_words(n)} is more than a request's fixed cost can be ({REQUEST_MAX * 1e3:g} ms): the rows' "
-                f"TTFT includes queueing")
-    assert n.code == "not-fitted", n.code
-    return f"{short_words(n)} for 3 parameters; the defaults stay (add rows)"
-
-
-assert {"lowest", "highest", "negative", "request-overhead", "not-fitted"} == set(FIT_NOTES)
+    return _NOTES[n.code].format(what=short_words(n), most_ms=REQUEST_MAX * 1e3)
 
 
 def _fit_json(h: HardwareFit) -> dict[str, Any]:
