@@ -5,7 +5,7 @@
     >>> len(result), result.to_dict()["decision"]["verdict"]    # doctest: +SKIP
 
 The package is layered, each folder importing only the ones below it:
-io → inputs → model → analysis → report → cli (an import-linter contract in CI).
+io → inputs → model → serving → analysis → report → cli (an import-linter contract in CI).
 Heavy modules (numpy, jsonschema, jinja2) load on first use, not on import.
 """
 
