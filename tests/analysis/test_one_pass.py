@@ -3,6 +3,7 @@ file, the card, the paper's own setting) before it prices anything, each once, a
 into the inputs' loaders; the cost model runs as often as the analyses shown need, no more."""
 
 import sys
+import threading
 
 import triage
 from triage.inputs import cards, catalog, validation, workloads
@@ -33,10 +34,12 @@ def _walk(monkeypatch, card, source, **options):
             what = frame.f_locals.get("path") or frame.f_locals.get("source") or frame.f_locals.get("doc") or ""
             events.append((name, str(getattr(what, "file", what))))
     sys.setprofile(profile)
+    threading.setprofile(profile)           # the sensitivity's variants price on worker threads
     try:
         triage.evaluate(card, source, **options)
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)
     return events
 
 

@@ -208,8 +208,9 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
 
     ``priced``: the evaluation's own gaps (after its simulation). A variant that prices as the card does (only
     its quality moves, or it restates the card's own value) is judged on them, and every other variant prices
-    only its claim side: the baseline does not move with the card. Variants are independent: ANALYSIS_WORKERS
-    of them are priced at once (numpy's loops release the GIL), each one's arrays dropped once it is judged."""
+    only its claim side: the baseline does not move with the card. Variants are independent: without traffic,
+    ANALYSIS_WORKERS of them are priced at once (numpy's loops release the GIL), each one's arrays dropped once it
+    is judged."""
     def row(name: str, value: float | bool, variant: Claim) -> Sensitivity:
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
@@ -224,7 +225,11 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
         return Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code)
 
     variants = _variants(claim)
-    with ThreadPoolExecutor(max_workers=min(ANALYSIS_WORKERS, len(variants))) as pool:
+    # a matrix with traffic prices its variants one at a time: the simulations are Python (the GIL, no gain from
+    # threads), and which runs the memo still holds, so what the run's token-step budget is charged, must not
+    # depend on which thread got there first
+    workers = 1 if served else min(ANALYSIS_WORKERS, len(variants))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return tuple(pool.map(lambda args: row(*args), variants))
 
 

@@ -293,7 +293,7 @@ class Opened:
 
 def definitions(source: Source | Opened, cat: catalog_mod.Catalog) -> Opened:
     """The workload file opened and validated, with ``cat`` holding the hardware and models it defines (inline
-    entries and config.json paths)."""
+    entries and config.json paths). An ``Opened`` is returned as it is: it already holds its catalog."""
     if isinstance(source, Opened):
         return source
     doc = open_source(source)

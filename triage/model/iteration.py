@@ -5,7 +5,7 @@ tokens the decodes and chunks read, P query-key pairs the prefill chunks attend,
 group's FLOPs, vector ops and bytes are affine in (T, R, D, P); the coefficients are read off the cost
 model's own ``step_cost`` at five probe steps of the cell (decode at batch 1 and 2, a longer context, a
 prefill of 1 and 2 tokens), so the serving simulation prices exactly what a step prices (a pure decode of B
-sequences at context C, a prefill of one prompt: ``tests/model/test_serving.py``).
+sequences at context C, a prefill of one prompt: ``tests/serving/test_serving.py``).
 
 A mixture of experts reads, of its routed experts, the share its T tokens touch, 1 − (1 − k/E)^T (roofline.py:
 experts_touched_fraction): k of E experts at one token, all of them at a large batch. That share is not affine in
