@@ -30,11 +30,14 @@ def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
     return card if isinstance(card, Claim) else cards.load(card, cat)
 
 
-def load_matrix(source: Source, cat: catalog.Catalog, model: str | None = None,
+def load_matrix(source: Source | workloads.Workloads, cat: catalog.Catalog, model: str | None = None,
                 baseline: Section | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
-    """The workload matrix (a built Matrix passes through) and the catalog its names resolved in."""
+    """The workload matrix (a built Matrix passes through, resolved workloads are built) and the catalog its
+    names resolved in."""
     if isinstance(source, matrix.Matrix):
         return source, cat.merged({h.key: h for h in source.hardware}, {m.key: m for m in source.models})
+    if isinstance(source, workloads.Workloads):
+        return matrix.build(source), source.catalog
     resolved = workloads.load(source, cat, model=model, baseline=baseline)
     return matrix.build(resolved), resolved.catalog
 
@@ -140,8 +143,10 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     cat = cat.merged({}, claim.models)
     overrides = _overrides(claim, baseline)
     m, resolved = load_matrix(opened, cat, model, overrides or None)   # build
-    # the same file on today's stack (--baseline paper prices the paper's beside it), and the paper's setting
-    now = load_matrix(opened, cat, model) if overrides else None
+    # the same file on today's stack (--baseline paper prices the paper's beside it: read now, its matrix built
+    # when it is priced, after the evaluation's own), and the paper's setting
+    now = (opened if isinstance(opened, matrix.Matrix) else workloads.load(opened, cat, model=model)) \
+        if overrides else None
     paper = papercheck.load(claim, cat)
     models = resolved.models
     _check_applies(claim, m)
@@ -156,7 +161,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     parts = tuple((c, evidence.compute(m, c, models)) for c in claim.stacked)
     current = None
     if now is not None:                                             # the same claim on today's stack, beside it
-        m_now, cat_now = now
+        m_now, cat_now = load_matrix(now, cat, model)
         g_now = evidence.compute(m_now, claim, cat_now.models)
         current = decision.decide(m_now, claim, g_now, verdicts.decide(m_now, claim, g_now)).weighted_end_to_end
     ranges = {}
