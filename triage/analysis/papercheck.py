@@ -132,10 +132,9 @@ def _largest_fitting_context(g: evidence.Gaps, grid: matrix.Matrix) -> list[int]
 
 
 def _window(models: tuple[Model, ...]) -> int:
-    """The longest context the paper's models (method's and baseline's) were trained for
-    (max_position_embeddings), else the limit."""
-    known = [m.max_context for m in models if m.max_context]
-    return min(known) if known else MAX_CONTEXT
+    """The longest context the paper's models (method's and baseline's) were all trained for (Model.window),
+    within the longest context a workload may state."""
+    return int(min([m.window for m in models] + [MAX_CONTEXT]))
 
 
 class _Priced:
@@ -312,8 +311,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
         assumed.append(Item("phase", (phase,)))
     if "batch" not in setting:
         assumed.append(Item("batch", BATCHES))
-    if "context" not in setting:
-        window = _window(p.models)
+    if "context" not in setting:              # the window of the search above
         cut = window if window < MAX_CONTEXT and window in contexts else 0
         assumed.append(Item("context", (cut, *contexts)))
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)

@@ -17,7 +17,21 @@ class Policy:
     """A scheduling policy (one per module of this package, registered in POLICIES)."""
 
     def step(self, e: Engine) -> None:
-        """One iteration of ``e``: a prefill, a mixed iteration or a run of decode steps."""
+        """One iteration of ``e``: the policy's own iteration where it can start one, else the running decodes to
+        the next event; neither means a waiting request can never fit."""
+        if self.starts(e):
+            self.iteration(e)
+        elif e.running:
+            e.decode_jump()
+        else:
+            raise ValueError("a request's KV does not fit the GPU's free memory")
+
+    def starts(self, e: Engine) -> bool:
+        """Whether the policy's own iteration runs now (a prefill, a mixed iteration)."""
+        raise NotImplementedError
+
+    def iteration(self, e: Engine) -> None:
+        """The policy's own iteration."""
         raise NotImplementedError
 
     def arrival_matters(self, e: Engine) -> bool:

@@ -66,10 +66,8 @@ class Chunked(Policy):
     """A mixed iteration while a prompt is being prefilled or one can be admitted, else decodes to the next
     event."""
 
-    def step(self, e: Engine) -> None:
-        if e.prefilling or e.waiting and e.admissible(e.waiting[0]):
-            chunked_iteration(e)
-        elif e.running:
-            e.decode_jump()
-        else:
-            raise ValueError("a request's KV does not fit the GPU's free memory")
+    def starts(self, e: Engine) -> bool:
+        return bool(e.prefilling) or bool(e.waiting) and e.admissible(e.waiting[0])
+
+    def iteration(self, e: Engine) -> None:
+        chunked_iteration(e)

@@ -53,10 +53,8 @@ def prefill_batch(e: Engine) -> None:
 class Continuous(Policy):
     """Admit and prefill whenever a waiting request fits, else run the decodes to the next event."""
 
-    def step(self, e: Engine) -> None:
-        if e.waiting and e.admissible(e.waiting[0]):
-            prefill_batch(e)
-        elif e.running:
-            e.decode_jump()
-        else:
-            raise ValueError("a request's KV does not fit the GPU's free memory")
+    def starts(self, e: Engine) -> bool:
+        return bool(e.waiting) and e.admissible(e.waiting[0])
+
+    def iteration(self, e: Engine) -> None:
+        prefill_batch(e)
