@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # The simulation's cost in token-steps, measured on a 2-core machine: one decode step priced inside a vectorized
 # run of steps is one (about 80 ns); every Python iteration of the event loop (a prefill, a chunked iteration, the
@@ -20,12 +19,11 @@ class Budget:
 
     limit: float = math.inf
     spent: float = 0.0
-    # the sensitivity's variants simulate in threads (analysis/where_it_pays.py): a charge is read-add-write
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def charge(self, steps: float) -> None:
-        with self._lock:
-            self.spent += steps
+        # one run's simulations are serial (a matrix with traffic prices its sensitivity variants one at a time,
+        # analysis/where_it_pays.py), so a charge needs no lock
+        self.spent += steps
         if self.spent > self.limit:
             raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
                              f"requests, rates or output tokens, or a scheduler that preempts less")

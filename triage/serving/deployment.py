@@ -45,7 +45,7 @@ class Served:
 
 
 _MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
-_MEMO_LOCK = threading.Lock()        # the sensitivity's variants simulate in threads (analysis/where_it_pays.py)
+_MEMO_LOCK = threading.Lock()        # process-wide: evaluations a program runs on its own threads share it
 
 
 @dataclass(frozen=True)
