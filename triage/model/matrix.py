@@ -60,11 +60,8 @@ class Matrix:
                 r = s.engine.ranges.get(hw.key) if s.engine is not None else None
                 if r is None:
                     continue
-                ok = (np.where(self.decode, "decode" in r.phases, "prefill" in r.phases)
-                      & (self.batch >= r.batch[0]) & (self.batch <= r.batch[1])
-                      & (self.context >= r.context[0]) & (self.context <= r.context[1]))
-                if not r.covers_weights(s.precision["weights"]):
-                    ok = np.zeros(self.batch.shape, dtype=bool)
+                ok = np.broadcast_to(r.contains(self.decode, self.batch, self.context, s.precision["weights"]),
+                                     self.batch.shape)
                 mask = (self.block_idx == b) & (self.hardware_idx == h) & ~ok
                 if mask.any():
                     out[(b, h)] = mask

@@ -164,6 +164,15 @@ class FittedRange:
         same = {"bf16": "fp16"}
         return not self.weights or same.get(fmt, fmt) in {same.get(w, w) for w in self.weights}
 
+    def contains(self, decode: Any, batch: Any, context: Any, weights: str) -> Any:
+        """Whether cells (decode flag, batch, context; arrays or numbers) lie in the regime: what the matrix asks
+        of every cell, and bench/fidelity.py of every held-out row."""
+        if not self.covers_weights(weights):
+            return decode & False                        # False, in the shape of the cells
+        phase = (decode & ("decode" in self.phases)) | (~decode & ("prefill" in self.phases))
+        return (phase & (batch >= self.batch[0]) & (batch <= self.batch[1])
+                & (context >= self.context[0]) & (context <= self.context[1]))
+
 
 @dataclass(frozen=True)
 class Engine:
