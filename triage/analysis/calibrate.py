@@ -325,42 +325,46 @@ class Fitted:
     negative: tuple[str, ...]       # fixed costs the rows, left free of the bound, would make negative
 
 
-def solve(group: list[Row], weights: np.ndarray | None = None) -> Fitted:
-    """The grid over the efficiencies, the fixed costs solved at each point (see the module docstring)."""
-    d = defaults()
+def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[str, float] | None = None,
+          pull: float = PULL) -> Fitted:
+    """The grid over the efficiencies, the fixed costs solved at each point (see the module docstring); the fit
+    is pulled toward ``prior`` (the shipped defaults unless given) with strength ``pull`` per unit of squared
+    relative departure (the fixed costs' pull in the same proportion to PULL_FIXED)."""
+    d = {**defaults(), **(prior or {})}
     be, ce = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, indexing="ij"))
     n = len(group)
     m = np.array([r.measured_s for r in group])
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float) * n / float(np.sum(weights))
     free = list(free_costs(group))
-    prior = np.array([d[k] for k in LINEAR])
+    prior_costs = np.array([d[k] for k in LINEAR])
     fixed = [k for k in range(len(LINEAR)) if k not in free]
     f = features(group)
     step = max(1, _CHUNK_ELEMENTS // n)
     roof = np.concatenate([roofline(group, be[k:k + step], ce[k:k + step]) for k in range(0, be.size, step)])
-    roof = roof + f[:, fixed] @ prior[fixed]                      # the costs not fitted stay at the defaults
+    roof = roof + f[:, fixed] @ prior_costs[fixed]                      # the costs not fitted stay at the defaults
     a = f[:, free] / m[:, None]                                    # rows × free
     y = 1.0 - roof / m                                             # grid × rows
     # each cost's natural size: the value that alone would make up a median row paying it
     scale = np.array([np.median(m[f[:, k] > 0] / f[f[:, k] > 0, k]) for k in free])
-    lam = n * PULL_FIXED / scale ** 2                              # the pull, in the sum's units
+    fixed_pull = PULL_FIXED * pull / PULL
+    lam = n * fixed_pull / scale ** 2                              # the pull, in the sum's units
     a_mat = (a * w[:, None]).T @ a + np.diag(lam)
-    b_vec = (y * w) @ a + lam * prior[free]
+    b_vec = (y * w) @ a + lam * prior_costs[free]
     theta = _nnls(a_mat, b_vec)                                   # grid × free
 
     pred = roof + theta @ f[:, free].T
     err = np.log(np.maximum(pred, 1e-30) / m) ** 2 * w             # grid × rows, weighted squared log error
-    pull = PULL * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2
-                   + PULL_FIXED / PULL * (((theta - prior[free]) / scale) ** 2).sum(axis=1))
-    best = int(np.argmin(err.sum(axis=1) / n + pull))
+    penalty = pull * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2
+                      + fixed_pull / pull * (((theta - prior_costs[free]) / scale) ** 2).sum(axis=1))
+    best = int(np.argmin(err.sum(axis=1) / n + penalty))
     params = {"bandwidth": float(be[best]), "compute": float(ce[best]),
-              **{k: float(v) for k, v in zip(LINEAR, prior, strict=True)}}
+              **{k: float(v) for k, v in zip(LINEAR, prior_costs, strict=True)}}
     params.update({LINEAR[k]: float(v) for k, v in zip(free, theta[best], strict=True)})
     unbounded = np.linalg.solve(a_mat, b_vec[best]) if free else np.zeros(0)
     negative = tuple(LINEAR[k] for k, v, size in zip(free, unbounded, scale, strict=True) if v < -1e-3 * size)
 
     # leave one out: the grid point the other rows' errors choose, the fixed costs re-solved without the row
-    loo_idx = np.argmin((err.sum(axis=1)[:, None] - err) / max(n - 1, 1) + pull[:, None], axis=0)
+    loo_idx = np.argmin((err.sum(axis=1)[:, None] - err) / max(n - 1, 1) + penalty[:, None], axis=0)
     yk = y[loo_idx, np.arange(n)]                                            # rows: each row's own y at its point
     b_k = b_vec[loo_idx] - (w * yk)[:, None] * a                             # rows × free
     a_k = a_mat[None] - (w[:, None, None] * a[:, :, None] * a[:, None, :])   # rows × free × free
