@@ -107,15 +107,25 @@ def test_a_card_value_resting_on_an_assumption_is_listed_with_the_memos_assumpti
 
 
 def test_the_assumptions_name_the_engine_profile_and_the_values_each_chip_was_priced_at():
-    # issue 26: with an engine profile the Assumptions still printed the shipped 0.85 / 0.7 and never named it;
-    # TensorRT-LLM's H100 SXM entry (triage/inputs/catalog/engines.yaml): bandwidth 1, compute 0.5, 0.164 ms a
-    # layer, 0.222 ms a request
+    # issue 26: with an engine profile the Assumptions still printed the shipped defaults and never named it;
+    # TensorRT-LLM's H100 SXM entry (triage/inputs/catalog/engines.yaml) was fitted on fp8 rows: an fp8 workload
+    # is priced at the entry's values, an fp16 one at the profile's default, and the row says which
+    trt = triage.inputs.catalog.load().engines["tensorrt-llm"]
+    entry, default = trt.hardware["h100-sxm"], trt.default
+    assert entry["layer_overhead_s"] != default["layer_overhead_s"]
     w = {"defaults": {"hardware": "h100-sxm", "engine": "tensorrt-llm"},
-         "workloads": [{"name": "trt", "context": 4096, "batch": 8}]}
-    rows = {a["what"]: a["value"] for a in triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).assumptions()}
-    text = rows["workload trt"]
-    assert "engine profile tensorrt-llm: on h100-sxm efficiency bandwidth 1, compute 0.5" in text
-    assert "164.00 µs per layer" in text and "222.00 µs per request" in text and "0.85" not in text
+         "workloads": [{"name": "trt", "context": 1024, "batch": 8, "precision": {"weights": "fp8", "kv": "fp8"}},
+                       {"name": "fp16", "context": 1024, "batch": 8}]}
+    result = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False)
+    rows = {a["what"]: a["value"] for a in result.assumptions()}
+    inside, outside = rows["workload trt"], rows["workload fp16"]
+    assert (f"engine profile tensorrt-llm: on h100-sxm efficiency bandwidth {entry['bandwidth']:g}, compute "
+            f"{entry['compute']:g}") in inside
+    assert f"{entry['layer_overhead_s'] * 1e6:.2f} µs per layer" in inside
+    assert (f"on h100-sxm (outside its h100-sxm entry's range) efficiency bandwidth {default['bandwidth']:g}"
+            in outside and f"{default['layer_overhead_s'] * 1e6:.2f} µs per layer" in outside)
+    launch = [c["baseline"]["step_terms_s"]["launch"] for c in result.to_dict()["cells"]]
+    assert launch == pytest.approx([32 * entry["layer_overhead_s"], 32 * default["layer_overhead_s"]])
 
 
 def test_assumptions_name_the_engine_profile_and_where_it_comes_from(tmp_path):

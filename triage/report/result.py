@@ -185,17 +185,28 @@ def _attention_text(mod: Any) -> str:
     return text
 
 
-def _engine_text(s: Settings) -> str:
+def _engine_text(m: Matrix, b: int, s: Settings) -> str:
     """The efficiencies and fixed costs a workload is priced at: its own, or its engine profile's per chip (the
-    values each cell used, not the shipped defaults)."""
+    values its cells used: a chip entry inside the range its rows span, the profile's default outside it)."""
     def values(v: dict[str, float]) -> str:
         return (f"efficiency bandwidth {v['bandwidth']:g}, compute {v['compute']:g}; overhead "
                 f"{units.fmt_time(v['overhead_s'])} per step, {units.fmt_time(v['layer_overhead_s'])} per layer, "
                 f"{units.fmt_time(v['request_overhead_s'])} per request")
     if s.engine is None:
         return values(s.engine_values(""))
-    return f"engine profile {s.engine.key}: " + "; ".join(f"on {hw} {values(s.engine_values(hw))}"
-                                                           for hw in s.hardware)
+    chip_at = {hw.key: h for h, hw in enumerate(m.hardware)}
+    parts = []
+    for hw in s.hardware:
+        outside = m.outside_fit.get((b, chip_at[hw])) if hw in chip_at else None
+        cells = int(((m.block_idx == b) & (m.hardware_idx == chip_at[hw])).sum()) if hw in chip_at else 0
+        if outside is None:
+            parts.append(f"on {hw} {values(s.engine_values(hw))}")
+        elif int(outside.sum()) == cells:
+            parts.append(f"on {hw} (outside its {hw} entry's range) {values(s.engine_values(hw, fitted=False))}")
+        else:
+            parts.append(f"on {hw} {values(s.engine_values(hw))}; on the {int(outside.sum())} {hw} cell(s) "
+                         f"outside that entry's range {values(s.engine_values(hw, fitted=False))}")
+    return f"engine profile {s.engine.key}: " + "; ".join(parts)
 
 
 def _engine_assumption(engine: Engine, chips: list[str]) -> dict[str, str]:
@@ -234,13 +245,13 @@ def assumptions(m: Matrix) -> list[dict[str, str]]:
             chips = used.setdefault((s.engine.key, s.engine.file), (s.engine, []))[1]
             chips += [hw for hw in s.hardware if hw not in chips]
     out += [_engine_assumption(e, chips) for e, chips in used.values()]
-    for s in m.blocks:
+    for b, s in enumerate(m.blocks):
         target = ("TPOT", s.slo_tpot_s) if s.phase == "decode" else ("TTFT", s.slo_ttft_s)
         slo = f"{target[0]} ≤ {units.fmt_time(target[1])}" if target[1] is not None else f"no {target[0]} target"
         out.append({"what": f"workload {s.name}",
                     "value": (f"{s.phase}, precision weights {s.precision['weights']} / KV {s.precision['kv']} / "
                               f"activations {s.precision['activations']} / compute {s.precision['compute']}; "
-                              f"{_engine_text(s)}; SLO {slo}; quality gate "
+                              f"{_engine_text(m, b, s)}; SLO {slo}; quality gate "
                               f"{units.fmt_percent(s.quality_gate)}; min gain {s.min_gain:g}×; reserve "
                               f"{units.fmt_gib(s.reserve_bytes)}; KV fragmentation "
                               f"{units.fmt_percent(s.memory_waste)}; attention {s.attention}; tensor parallel "
