@@ -1,26 +1,33 @@
-"""Fidelity: how far the cost model's layers are from published measurements (data/measurements/).
+"""Fidelity: how far the cost model's layers are from published measurements (data/measurements/), on sources
+the fit never saw.
 
 Run with:  .venv/bin/python bench/fidelity.py          (not part of the test suite)
 
 Every corpus row whose model and hardware are in the catalog and whose formats and metric the calibration
-can state is priced as a calibration row (a decode step, a prefill, or a whole generation), then predicted:
+can state is priced as a calibration row (a decode step, a prefill, or a whole generation). Held out source by
+source (each file of data/measurements/ in turn; nothing fitted on the rows it predicts), the layers are:
 
 - theoretical: full efficiency, no fixed costs, no communication — a lower bound on every measured row;
-- implementation: the shipped default efficiencies (and all-reduces);
-- end-to-end: the same plus the shipped default fixed costs.
+- implementation: the corpus default's efficiencies (and all-reduces), no fixed costs;
+- end-to-end, no engine named: the corpus default — one fit over the other sources, each source weighing as
+  much as another (bench/profiles.py) — efficiencies and fixed costs;
+- end-to-end, engine profiles: each engine's profile fitted on the other sources (its chip entry where the row
+  lies in that entry's range, else its default), the corpus default for an engine the other sources lack.
 
-Then, with the calibration (per hardware): in sample; out of source (each engine's rows predicted from a
-fit on the other engines' rows, each engine weighing as much as another); and half-and-half within an
-engine (fit on every other row of the engine, test on the rest). A multi-GPU row is a tensor-parallel
-group unless its engine splits by layers (stages in sequence) or by rows (left out: see LAYER_SPLIT).
-Printed: the median and maximum absolute error per layer, phase, batch regime and tensor
-parallelism, the rows where the theoretical layer is not a lower bound, and a peer's error on the same rows
-(llm-analysis, when installed).
+Peers on the same rows: llm-analysis (PyPI, when installed) at its own default efficiencies, and LLM-Viewer
+(bench/peers/llm_viewer.py, its method reproduced offline) as published (no derating) and derated to the
+implementation layer's efficiencies. Printed per layer, then by phase, batch regime, weight format and tensor
+parallelism; then the shipped files in sample (engines.yaml as shipped, calibration per hardware) for comparison.
+A multi-GPU row is a tensor-parallel group unless its engine splits by layers (stages in sequence) or by rows
+(left out: see LAYER_SPLIT).
 """
 
 from __future__ import annotations
 
 import csv
+import math
+import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -36,6 +43,9 @@ from triage.analysis import calibrate  # noqa: E402
 from triage.errors import UserError  # noqa: E402
 from triage.inputs import catalog  # noqa: E402
 
+from bench import profiles  # noqa: E402
+from bench.peers import llm_viewer  # noqa: E402
+
 DATA = ROOT / "data" / "measurements"
 FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
 COMPUTE = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8"}
@@ -44,18 +54,21 @@ METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_p
            ("generation", "tokens_per_s"): "tokens_per_s"}
 
 
-# models the corpus names by another name with the same shapes (layers, widths, heads, vocabulary): Llama 3.1 8B
-# is Llama 3 8B's architecture (claims/configs/llama-3.1-8b-instruct.json against tests/configs/llama-3-8b.json:
-# 32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary 128256; only RoPE scaling and the window
-# differ)
-SAME_SHAPE = (("3.1 8b", "llama-3-8b"), ("3.1-8b", "llama-3-8b"))
+# models the corpus names by the source's own name, matched on the name with spaces, hyphens and "v" versions
+# unified ("LLaMA v3.1 70B", "amd/Llama-3.1-70B-Instruct-FP8-KV" -> "llama 3.1 70b"): the catalog's entry, or
+# one with the same shapes — Llama 3.1 8B is Llama 3 8B's architecture (claims/configs/llama-3.1-8b-instruct.json
+# against tests/configs/llama-3-8b.json: 32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary
+# 128256; only RoPE scaling and the window differ). The Llama 3.1 70B and 405B, GPT-J 6B and InternLM 20B
+# entries cite their config.json in triage/inputs/catalog/models.yaml.
+NAMES = (("llama 3.1 8b", "llama-3-8b"), ("llama 3.1 70b", "llama-3.1-70b"), ("llama 3.1 405b", "llama-3.1-405b"),
+         ("gpt j 6b", "gpt-j-6b"), ("internlm 20b", "internlm-20b"))
 
 
 def _model(r: dict[str, str]) -> str:
     if r["model"]:
         return r["model"]
-    name = r["hf_model"].lower().replace("llama v3", "llama 3").replace("llama-v3", "llama 3")
-    return next((m for key, m in SAME_SHAPE if key in name), "")
+    name = re.sub(r"[\s_/-]+", " ", r["hf_model"].lower()).replace(" v3", " 3")
+    return next((m for key, m in NAMES if key in name), "")
 
 
 # how an engine spreads a model over several GPUs when the row does not say: ExLlamaV2 fills one GPU's
@@ -65,6 +78,9 @@ def _model(r: dict[str, str]) -> str:
 # 9476b01 of 2023-10-02) split each weight matrix by rows and gathered every product on the main GPU: neither
 # tensor parallelism nor a pipeline, so those rows are left out (counted as such).
 LAYER_SPLIT = {"exllamav2"}
+# a serving figure, not a static batch: requests arriving at a rate, queueing, or a client issuing every request
+# at once to a continuously batching server (max-load throughput): priced by bench/serving.py, not here
+SERVING = ("request rate", "queueing", "infinite rate", "max-load")
 ROW_SPLIT = {"llama.cpp"}
 
 
@@ -73,6 +89,7 @@ def rows(left_out: dict[str, int] | None = None) -> list[dict[str, Any]]:
     left out for a split the model does not price are counted in ``left_out``."""
     cat = catalog.load()
     out = []
+    seen: set[tuple[str, ...]] = set()
     for f in sorted(DATA.glob("*.csv")):
         for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
             key = METRICS.get((r["phase"], r["metric"]))
@@ -88,8 +105,15 @@ def rows(left_out: dict[str, int] | None = None) -> list[dict[str, Any]]:
             if r["phase"] == "generation" and not output or r["phase"] == "prefill" and not prompt:
                 continue
             notes = r["notes"].lower()
-            if not r["batch"] or "request rate" in notes or "queueing" in notes:
+            if not r["batch"] or any(w in notes for w in SERVING):
                 continue                  # a batch the source does not state, or a serving number (queueing)
+            same = (f.name, r["engine"], r["engine_version"], model, r["hardware"], r["gpus"], weights, kv,
+                    r["phase"], r["batch"], r["prompt_tokens"], r["output_tokens"])
+            if same in seen:              # one measurement a source states in two units (seconds and tokens/s)
+                if left_out is not None:
+                    left_out["the same measurement in another unit"] += 1
+                continue
+            seen.add(same)
             gpus = int(r["gpus"] or 1)
             if gpus > 1 and r["engine"] in ROW_SPLIT:
                 if left_out is not None:
@@ -117,20 +141,20 @@ PEER_GPUS = {"a100-80gb": "a100-sxm-80gb", "a100-40gb": "a100-sxm-40gb", "h100-s
 PEER_DTYPES = {"bf16": "w16a16e16", "fp16": "w16a16e16", "int8": "w8a16e16", "int4": "w4a16e16"}
 
 
-def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
-    """llm-analysis's relative errors on the rows it can state, and triage's shipped-defaults errors on the same
-    rows (None when llm-analysis is not installed)."""
+def peer(group: list[calibrate.Row]) -> tuple[list[int], list[float]] | None:
+    """The rows llm-analysis can state (indices into ``group``) and its relative errors on them (None when
+    llm-analysis is not installed)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")     # its tokenizer library's note on PyTorch
     try:
         from llm_analysis.analysis import infer
     except ImportError:
         return None
     theirs: list[float] = []
-    stated: list[calibrate.Row] = []
-    defaults = {k: calibrate.defaults()[k] for k in ("bandwidth", "compute")}
-    for r in group:
+    stated: list[int] = []
+    for i, r in enumerate(group):
         s = r.spec
         names = (PEER_MODELS.get(s["model"]), PEER_GPUS.get(s["hardware"]), PEER_DTYPES.get(s["weights"]))
-        if None in names or s.get("compute", "bf16") not in ("bf16", "fp16"):
+        if None in names or s.get("compute", "bf16") not in ("bf16", "fp16") or int(s["pipeline"]) > 1:
             continue
         prompt, output, batch = int(s["context"]), int(s["output_tokens"] or 1), int(s["batch"])
         try:
@@ -141,8 +165,8 @@ def peer(group: list[calibrate.Row]) -> tuple[list[float], list[float]] | None:
         predicted = {"decode": out["decode_latency"], "prefill": out["prefill_latency"],
                      "generation": out["total_latency"]}[s["phase"]]
         theirs.append(predicted / r.measured_s - 1.0)
-        stated.append(r)
-    return theirs, errors(stated, defaults) if stated else []
+        stated.append(i)
+    return stated, theirs
 
 
 def priced() -> tuple[list[calibrate.Row], dict[str, int]]:
@@ -203,63 +227,138 @@ def regime(r: calibrate.Row) -> str:
     return "batch 1" if b == 1 else "batch 2-16" if b <= 16 else "batch > 16"
 
 
+def held_out(group: list[calibrate.Row], pull: float = profiles.PROFILE_PULL) -> dict[str, list[float]]:
+    """Each layer's relative error on every row (in ``group``'s order), every source predicted from a fit on the
+    others: 'implementation', 'defaults' (the corpus default), 'profiles' (the engine profiles, each pulled
+    toward the level above with ``pull``)."""
+    out: dict[str, list[float]] = {k: [0.0] * len(group) for k in ("implementation", "defaults", "profiles")}
+    for source in sorted({r.spec["source"] for r in group}):
+        train = [r for r in group if r.spec["source"] != source]
+        test = [i for i, r in enumerate(group) if r.spec["source"] == source]
+        default = profiles.corpus_default(train).params
+        fits = profiles.fit(train, default, pull)
+        efficiencies = {k: default[k] for k in ("bandwidth", "compute")}
+        for i in test:
+            r = group[i]
+            out["implementation"][i] = errors([r], efficiencies)[0]
+            out["defaults"][i] = errors([r], default)[0]
+            out["profiles"][i] = errors([r], profiles.chosen(r, fits, default)[0])[0]
+    return out
+
+
+def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> list[tuple[float, float]]:
+    """LLM-Viewer's relative error on each row, as published and derated to the row's ``efficiencies`` (NaN where
+    it cannot state the row: a layer split)."""
+    cat = catalog.load()
+    bits = {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+    out = []
+    for r, eff in zip(group, efficiencies, strict=True):
+        s = r.spec
+        if int(s["pipeline"]) > 1:
+            out.append((math.nan, math.nan))
+            continue
+        m, hw = cat.models[s["model"]], cat.hardware[s["hardware"]]
+        compute = s.get("compute", "bf16")
+        a_bits = 8 if compute in ("fp8", "int8") else 16
+        phase = s["phase"]
+        shape = dict(layers=m.num_hidden_layers, hidden=m.hidden_size, heads=m.num_attention_heads,
+                     kv_heads=m.num_key_value_heads, intermediate=m.intermediate_size, vocab=m.vocab_size,
+                     gated_mlp=m.gated_mlp, batch=int(s["batch"]), prompt=int(s["context"]),
+                     output=int(s["output_tokens"] or 0) if phase == "generation" else 0, phase=phase,
+                     tp=int(s["tp"]), w_bits=bits[s["weights"]], a_bits=a_bits, kv_bits=bits[s["kv"]],
+                     peak_flops=hw.peak("fp16"), bandwidth=hw.bandwidth_bytes_per_s,
+                     peak_flops_int8=hw.peak("int8") if hw.has_peak("int8") else hw.peak("fp8")
+                     if hw.has_peak("fp8") else None)
+        steps = r.counts.sum() if phase == "decode" else 1.0      # a decode row: its steps' mean, as priced
+        published = llm_viewer.latency(**shape) * steps
+        derated = llm_viewer.latency(**shape, bandwidth_eff=eff["bandwidth"], compute_eff=eff["compute"]) * steps
+        out.append((published / r.measured_s - 1.0, derated / r.measured_s - 1.0))
+    return out
+
+
 def main() -> None:
     group, left_out = priced()
-    print(f"corpus rows the model can state: {len(group)} (of {sum(1 for _ in DATA.glob('*.csv'))} files; left out: "
+    sources = sorted({r.spec["source"] for r in group})
+    print(f"corpus rows the model can state: {len(group)} from {len(sources)} sources (of "
+          f"{sum(1 for _ in DATA.glob('*.csv'))} files; left out: "
           + "; ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")")
     engines = sorted({r.spec["engine"] for r in group})
     print("engines:", ", ".join(f"{e} {sum(r.spec['engine'] == e for r in group)}" for e in engines))
-    ones = {"bandwidth": 1.0, "compute": 1.0}
-    theo = errors(group, ones, comm=False)
-    impl = errors(group, {"bandwidth": calibrate.defaults()["bandwidth"], "compute": calibrate.defaults()["compute"]})
-    e2e = errors(group, calibrate.defaults())
-    print("\nlayers, shipped defaults:")
-    for name, errs in (("theoretical", theo), ("implementation", impl), ("end-to-end", e2e)):
-        print(summary(name, errs))
+
+    theo = errors(group, {"bandwidth": 1.0, "compute": 1.0}, comm=False)
     above = [(r, e) for r, e in zip(group, theo, strict=True) if e > 1e-9]
-    print(f"  theoretical above the measurement (not a lower bound): {len(above)} of {len(group)} rows")
+    print(f"\ntheoretical layer (the roofline alone): median |err| {statistics.median(abs(e) for e in theo):.1%}; "
+          f"above the measurement (not a lower bound): {len(above)} of {len(group)} rows")
     for r, e in above[:8]:
         print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
               f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
 
+    held = held_out(group)
+    print("\nleave one source out (every source predicted from fits on the others):")
+    print(summary("implementation (corpus default efficiencies)", held["implementation"]))
+    print(summary("end-to-end, no engine named (corpus default)", held["defaults"]))
+    print(summary("end-to-end, engine profiles", held["profiles"]))
+    prefill = [i for i, r in enumerate(group) if r.spec["phase"] == "prefill"]
+    print(summary("end-to-end, engine profiles: prefill/TTFT rows", [held["profiles"][i] for i in prefill]))
+    print(summary("end-to-end, no engine named: prefill/TTFT rows", [held["defaults"][i] for i in prefill]))
+    for pull in (0.001, 0.01, 1.0):
+        other = held_out(group, pull)["profiles"]
+        print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
+              f"{statistics.median(abs(e) for e in other):.1%}, prefill "
+              f"{statistics.median(abs(other[i]) for i in prefill):.1%}")
+
+    print("\npeers on the same rows (each against triage's held-out layers on exactly the rows it states):")
     compared = peer(group)
     if compared is None:
-        print("  peer: llm-analysis is not installed (pip install llm-analysis) — no comparison")
+        print("  llm-analysis is not installed (pip install llm-analysis): no comparison")
     else:
-        print(summary("peer llm-analysis, the rows it can state", compared[0]))
-        print(summary("triage implementation, the same rows", compared[1]))
+        idx, theirs = compared
+        print(summary("llm-analysis, its default efficiencies", theirs))
+        print(summary("  triage, no engine named, same rows", [held["defaults"][i] for i in idx]))
+        print(summary("  triage, engine profiles, same rows", [held["profiles"][i] for i in idx]))
+    eff = [{"bandwidth": 0.0, "compute": 0.0}] * len(group)
+    for source in sources:       # the implementation layer's held-out efficiencies, row by row
+        d = profiles.corpus_default([r for r in group if r.spec["source"] != source]).params
+        eff = [d if r.spec["source"] == source else e for r, e in zip(group, eff, strict=True)]
+    lv = viewer(group, eff)
+    stated = [i for i, (e, _) in enumerate(lv) if not math.isnan(e)]
+    print(summary("LLM-Viewer as published (no derating)", [lv[i][0] for i in stated]))
+    print(summary("LLM-Viewer derated to the implementation's", [lv[i][1] for i in stated]))
+    print(summary("  triage, no engine named, same rows", [held["defaults"][i] for i in stated]))
+    print(summary("  triage, engine profiles, same rows", [held["profiles"][i] for i in stated]))
 
-    print("\nimplementation layer by phase, batch and tp (shipped defaults):")
+    print("\nheld out, by phase, batch, weight format and tp (engine profiles | no engine named):")
     for label, key in (("phase", lambda r: r.spec["phase"]), ("batch", regime),
+                       ("weights", lambda r: r.spec["weights"]),
                        ("tp", lambda r: "tp 1" if int(r.spec["tp"]) == 1 else "tp > 1")):
         for value in sorted({key(r) for r in group}):
-            print(summary(f"{label}: {value}", [e for r, e in zip(group, impl, strict=True) if key(r) == value]))
+            rows_ = [i for i, r in enumerate(group) if key(r) == value]
+            print(summary(f"{label}: {value}", [held["profiles"][i] for i in rows_])
+                  + f"   | {statistics.median(abs(held['defaults'][i]) for i in rows_):6.1%}")
+    print("\nheld out, by source (engine profiles):")
+    for source in sources:
+        print(summary(source, [held["profiles"][i] for i, r in enumerate(group) if r.spec["source"] == source]))
 
-    profiles = catalog.load().engines
-    by_profile: dict[tuple[str, str], list[calibrate.Row]] = defaultdict(list)
+    print("\nin sample, for comparison:")
+    shipped_defaults = calibrate.defaults()
+    print(summary("workload defaults as shipped (workloads.yaml)", errors(group, shipped_defaults)))
+    cat_profiles = catalog.load().engines
+    shipped = []
     for r in group:
-        by_profile[(r.spec["engine"], r.spec["hardware"])].append(r)
-    shipped = [e for (engine, hw), rows in by_profile.items()
-               for e in errors(rows, profiles[engine].values(hw) if engine in profiles else calibrate.defaults())]
-    print(summary("end-to-end, the shipped engine profiles (in sample)", shipped))
-
-    print("\ncalibrated per hardware:")
+        p = cat_profiles.get(r.spec["engine"])
+        span = p.ranges.get(r.spec["hardware"]) if p is not None else None
+        values = shipped_defaults if p is None else p.values(
+            r.spec["hardware"], span is None or profiles.in_range(r, span))
+        shipped.append(errors([r], values)[0])
+    print(summary("engine profiles as shipped (engines.yaml)", shipped))
     params = fitted(group)
-    print(summary("in sample", errors_by_hardware(group, params)))
-    held: list[float] = []
+    print(summary("calibrated per hardware, in sample", errors_by_hardware(group, params)))
     halves: list[float] = []
     for engine in engines:
-        train = [r for r in group if r.spec["engine"] != engine]
         test = [r for r in group if r.spec["engine"] == engine]
-        p = fitted(train, balance=True)
-        e = errors_by_hardware(test, p)
-        held += e
-        print(summary(f"out of source: {engine} held out", e))
         a, b = test[::2], test[1::2]
         if len(a) >= 3 and b:
-            pa = fitted(a)
-            halves += errors_by_hardware(b, pa)
-    print(summary("out of source, all engines held out in turn", held))
+            halves += errors_by_hardware(b, fitted(a))
     print(summary("half of each engine's rows -> the other half", halves))
 
 

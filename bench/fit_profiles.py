@@ -2,31 +2,32 @@
 
 Run with:  .venv/bin/python bench/fit_profiles.py          (rewrites the catalog file; review the diff)
 
-Per engine: a default fitted on all its rows the model can state (bench/fidelity.py's selection), and a
-value per chip with at least as many rows as parameters; each entry's source names its rows and the error
-of a fit on half of them predicting the other half. An engine with too few rows keeps the shipped defaults,
-and says so.
+First the corpus default, what a workload naming no engine uses (workloads.yaml's efficiency and fixed-cost
+defaults, rewritten in place); then per engine a default fitted on all its rows the model can state
+(bench/fidelity.py's selection), and a value per chip with at least as many rows as parameters, each pulled
+toward the level above (bench/profiles.py); each entry's source names its rows and the error of a fit on half
+of them predicting the other half. An engine with too few rows keeps the corpus default, and says so.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from triage.analysis import calibrate  # noqa: E402
+from triage.inputs.catalog import FittedRange  # noqa: E402
 from triage.report.calibration import short_words  # noqa: E402
 
-from bench import fidelity  # noqa: E402
+from bench import fidelity, profiles  # noqa: E402
 
 OUT = ROOT / "triage" / "inputs" / "catalog" / "engines.yaml"
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "gpt-fast", "hf-transformers", "lmdeploy", "exllamav2",
            "mlc-llm")
-NEEDED = 3                      # rows a fit needs: the two efficiencies and the per-step overhead
 
 
 def _values(p: dict[str, float]) -> str:
@@ -39,16 +40,10 @@ def _pinned(f: calibrate.Fitted) -> list[str]:
     return [short_words(e) for e in calibrate.edges(f)]
 
 
-def _range(rows: list[calibrate.Row]) -> str:
-    """The regime a chip entry's rows span (a whole generation covers both phases): cells outside it take the
-    engine's default values."""
-    phases = sorted({p for r in rows for p in (("decode", "prefill") if r.spec["phase"] == "generation"
-                                                 else (r.spec["phase"],))})
-    batch = [float(r.spec["batch"]) for r in rows]
-    context = [float(r.spec["context"]) for r in rows]
-    weights = sorted({str(r.spec["weights"]) for r in rows})
-    return (f"{{phases: [{', '.join(phases)}], batch: [{min(batch):g}, {max(batch):g}], "
-            f"context: [{min(context):g}, {max(context):g}], weights: [{', '.join(weights)}]}}")
+def _range(span: FittedRange) -> str:
+    """A chip entry's regime as the catalog writes it: cells outside it take the engine's default values."""
+    return (f"{{phases: [{', '.join(span.phases)}], batch: [{span.batch[0]:g}, {span.batch[1]:g}], "
+            f"context: [{span.context[0]:g}, {span.context[1]:g}], weights: [{', '.join(span.weights)}]}}")
 
 
 def _half(rows: list[calibrate.Row]) -> str:
@@ -61,43 +56,70 @@ def _half(rows: list[calibrate.Row]) -> str:
     return f"half-and-half median |err| {statistics.median(errs):.0%}"
 
 
+WORKLOADS = ROOT / "triage" / "inputs" / "catalog" / "workloads.yaml"
+# the lines of workloads.yaml's defaults this script owns, from the comment above them to the last fixed cost
+OWNED = re.compile(r"  # Achieved fraction of peak.*?\n  layer_overhead: [^\n]*\n", re.S)
+
+
+def _defaults_lines(fit: calibrate.Fitted, rows: list[calibrate.Row]) -> str:
+    """workloads.yaml's efficiency and fixed-cost defaults: the corpus default, with where it comes from."""
+    p = fit.params
+    sources = len({r.spec["source"] for r in rows})
+    return (f"  # Achieved fraction of peak and fixed costs when no engine is named: the corpus default, one fit\n"
+            f"  # over {len(rows)} rows of data/measurements/ from {sources} sources, each source weighing as much as"
+            f" another\n"
+            f"  # (bench/fit_profiles.py writes these four lines; bench/fidelity.py: its error on held-out sources).\n"
+            f"  efficiency: {{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}}}\n"
+            + f"  overhead: {p['overhead_s'] * 1e3:.3g} ms".ljust(28) + "# fixed per-step cost (launches, scheduler)\n"
+            + f"  request_overhead: {p['request_overhead_s'] * 1e3:.3g} ms".ljust(28)
+            + "# a request's fixed cost, paid with its prefill (TTFT)\n"
+            + f"  layer_overhead: {p['layer_overhead_s'] * 1e3:.3g} ms".ljust(28)
+            + "# a step's fixed cost per layer of the model (kernel launches)\n")
+
+
 def main() -> None:
     group, _ = fidelity.priced()
-    by_engine: dict[str, list[calibrate.Row]] = defaultdict(list)
-    for r in group:
-        by_engine[r.spec["engine"]].append(r)
+    corpus = profiles.corpus_default(group)
+    text = WORKLOADS.read_text(encoding="utf-8")
+    if len(OWNED.findall(text)) != 1:
+        raise SystemExit(f"{WORKLOADS}: the defaults' efficiency lines are not where this script writes them")
+    WORKLOADS.write_text(OWNED.sub(lambda _: _defaults_lines(corpus, group), text), encoding="utf-8")
+    print(f"wrote {WORKLOADS} (the corpus default)")
+    fits = profiles.fit(group, corpus.params)
     lines = ["# Engine profiles: achieved bandwidth and compute efficiency (shares of the dense peaks) and the fixed",
              "# costs (per step, per layer of a step, per request), by default and per chip, fitted by",
              "# bench/fit_profiles.py from data/measurements/ (the rows bench/fidelity.py can state). Regenerate with",
              "# that script after the corpus changes; review the diff. A workload names one with `engine:`; its own",
              "# efficiency/overhead keys still win.", ""]
-    defaults = calibrate.defaults()
+    defaults = corpus.params
     for engine in ENGINES:
-        rows = by_engine.get(engine, [])
-        fit = calibrate.solve(rows) if len(rows) >= NEEDED else None
+        p = fits.get(engine)
         lines.append(f"{engine}:")
-        if fit is None:
+        if p is None:
+            rows = sum(r.spec["engine"] == engine for r in group)
             lines.append(f"  default: {_values(defaults)}")
-            lines.append(f'  source: "{len(rows)} corpus row(s) the model can state, fewer than the {NEEDED} '
-                         f'parameters: the shipped defaults"')
+            lines.append(f'  source: "{rows} corpus row(s) the model can state, fewer than the {profiles.NEEDED} '
+                         f'parameters: the corpus default"')
             lines.append("")
             continue
-        lines.append(f"  default: {_values(fit.params)}")
-        chips = defaultdict(list)
-        for r in rows:
-            chips[r.spec["hardware"]].append(r)
-        shown = {hw: calibrate.solve(rs) for hw, rs in sorted(chips.items()) if len(rs) >= NEEDED}
-        if shown:
+        lines.append(f"  default: {_values(p.params)}")
+        if p.chips:
             lines.append("  hardware:")
-            for hw, p in shown.items():
-                note = f"    # {len(chips[hw])} rows; fitted: {', '.join(k[:-2] for k in p.free) or 'efficiencies'}"
-                note += f"; on a bound: {', '.join(_pinned(p))}" if _pinned(p) else ""
-                lines += [note, f"    {hw}: {_values(p.params)[:-1]}, range: {_range(chips[hw])}}}"]
-        files = sorted({r.spec["source"] for r in rows})
-        edges = "; on a bound (the model lacks a term these rows need): " + ", ".join(_pinned(fit)) \
-            if _pinned(fit) else ""
-        lines.append(f'  source: "fitted on {len(rows)} rows of data/measurements/ ({", ".join(files)}); '
-                     f'{_half(rows)}{edges}"')
+            for hw, chip in p.chips.items():
+                note = (f"    # {len(chip.rows)} rows; fitted: "
+                        f"{', '.join(k[:-2] for k in chip.fit.free) or 'efficiencies'}")
+                note += f"; on a bound: {', '.join(_pinned(chip.fit))}" if _pinned(chip.fit) else ""
+                lines += [note, f"    {hw}: {_values(chip.fit.params)[:-1]}, range: {_range(chip.range)}}}"]
+        files = sorted({r.spec["source"] for r in p.rows})
+        if p.fit is None:
+            lines.append(f'  source: "default: the corpus default (its {len(p.rows)} rows of data/measurements/, '
+                         f'{", ".join(files)}, are of one chip: its entry); {_half(p.rows)}"')
+            lines.append("")
+            continue
+        edges = "; on a bound (the model lacks a term these rows need): " + ", ".join(_pinned(p.fit)) \
+            if _pinned(p.fit) else ""
+        lines.append(f'  source: "fitted on {len(p.rows)} rows of data/measurements/ ({", ".join(files)}); '
+                     f'{_half(p.rows)}{edges}"')
         lines.append("")
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}")

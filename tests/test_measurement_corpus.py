@@ -61,3 +61,33 @@ def test_the_theoretical_layer_is_a_lower_bound_on_every_row_it_can_state():
     faster = [(r.spec["source"], r.spec["model"], r.spec["hardware"], e) for r, e in zip(rows, ratios, strict=True)
               if e > 1e-9]
     assert faster == []
+
+
+def test_the_shipped_defaults_are_the_corpus_default_the_corpus_gives_today():
+    """workloads.yaml's efficiency and fixed-cost defaults are what bench/fit_profiles.py fits on the corpus as it
+    stands (each source weighing as much as another): a corpus change without a refit fails here, not in a
+    memo's numbers."""
+    from triage.analysis import calibrate
+
+    from bench import fidelity, profiles
+
+    rows, _ = fidelity.priced()
+    fit = profiles.corpus_default(rows).params
+    shipped = calibrate.defaults()
+    assert shipped["bandwidth"] == fit["bandwidth"] and shipped["compute"] == fit["compute"]
+    for key in calibrate.LINEAR:             # written with three significant figures
+        assert shipped[key] == pytest.approx(fit[key], rel=5e-3, abs=1e-9), key
+
+
+def test_a_held_out_source_is_predicted_from_the_other_sources_only():
+    """bench/fidelity.py's leave-one-source-out: a source's rows are predicted by fits that never saw them — the
+    same rows priced with the source's own rows added to the fit come out closer (in sample beats held out)."""
+    from bench import fidelity, profiles
+
+    rows, _ = fidelity.priced()
+    held = fidelity.held_out(rows)["defaults"]
+    source = "gpt-fast-readme.csv"
+    mine = [i for i, r in enumerate(rows) if r.spec["source"] == source]
+    in_sample = fidelity.errors([rows[i] for i in mine], profiles.corpus_default(rows).params)
+    assert len(mine) == 32
+    assert sum(abs(e) for e in in_sample) < sum(abs(held[i]) for i in mine)

@@ -1,5 +1,7 @@
 """The decision rules, one test each (docs/reading-a-memo.md: Decision rules)."""
 
+import re
+
 import pytest
 import yaml
 
@@ -75,8 +77,10 @@ def test_capacity_is_judged_as_throughput_at_each_sides_largest_batch():
 
 def test_a_kernel_change_is_judged_by_the_implementation_layer():
     # Flash-Decoding against a baseline whose decode attention does not split the KV: bound 1.000x, GO on the
-    # implementation gain
-    w = {"defaults": {"attention": "fused"}, "workloads": [{"name": "doc", "context": 131072, "batch": 1}]}
+    # implementation gain (under an SLO both sides meet, so that the verdict is the gain's: the claim's step at
+    # 131,072 tokens on the A100 is ~59 ms at the corpus default efficiencies)
+    w = {"defaults": {"attention": "fused", "slo": {"tpot": "100 ms"}},
+         "workloads": [{"name": "doc", "context": 131072, "batch": 1}]}
     d = decide("flash-decoding.yaml", w)
     for c in d["cells"]:
         assert c["speedup"]["theoretical"] == 1.0 and c["speedup"]["implementation"] > 2.0
@@ -113,7 +117,8 @@ def test_the_fleet_gain_below_the_threshold_is_no_go():
     d = decide("course-tp2.yaml", OFFLINE)
     assert d["decision"]["weighted_speedup"]["end_to_end"] < 1.1 and d["decision"]["verdict"] == "NO-GO"
     assert all(c["verdict"] == "NO-GO" for c in d["cells"])
-    assert any(r.startswith("GPU-time per request gains 0.9") for r in d["cells"][0]["reasons"])
+    assert any(re.match(r"GPU-time per request gains 0\.\d+×, below the 1\.10× threshold: the step is 1\.\d+× "
+                        r"faster on 2× the GPUs", r) for r in d["cells"][0]["reasons"])
 
 
 def test_a_workload_that_pays_makes_a_low_fleet_gain_conditional_not_no_go():

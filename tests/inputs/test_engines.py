@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 import triage
+from triage.analysis import calibrate
 from triage.inputs import catalog
 
 from conftest import CLAIMS
@@ -14,6 +15,10 @@ KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}
 
 def cell(workloads):
     return triage.evaluate(KV, workloads).to_dict()["cells"][0]["baseline"]["time_s"]
+
+
+# what a workload naming no engine uses: the corpus default, workloads.yaml's (bench/fit_profiles.py fits it)
+SHIPPED = calibrate.defaults()
 
 
 def test_every_engine_the_issue_names_has_a_shipped_profile_with_its_source():
@@ -28,18 +33,20 @@ def test_a_named_engine_sets_efficiency_and_overhead_for_the_chip():
     fast = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast"}]}
     plain, engine = cell(base), cell(fast)
     # the decode step is bandwidth-bound: the roofline time over the profile's bandwidth efficiency, plus its
-    # per-step overhead and the launch cost of Llama 2 7B's 32 layers (the shipped defaults are 0.85, 0 s, 0 s)
+    # per-step overhead and the launch cost of Llama 2 7B's 32 layers (a decode step pays no request cost)
     theo = plain["theoretical"]
     assert engine["theoretical"] == theo
     assert p["layer_overhead_s"] > 0
-    assert engine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / p["bandwidth"] + p["overhead_s"]
-                                                 + 32 * p["layer_overhead_s"], rel=0.02)
+    assert engine["end_to_end"] == pytest.approx(plain["implementation"] * SHIPPED["bandwidth"] / p["bandwidth"]
+                                                 + p["overhead_s"] + 32 * p["layer_overhead_s"], rel=0.02)
 
 
 def test_the_workloads_own_efficiency_and_overhead_win_over_the_profile():
     own = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb", "engine": "gpt-fast",
-                          "efficiency": {"bandwidth": 0.85, "compute": 0.7}, "overhead": "0 ms",
-                          "layer_overhead": "0 ms"}]}
+                          "efficiency": {"bandwidth": SHIPPED["bandwidth"], "compute": SHIPPED["compute"]},
+                          "overhead": f"{SHIPPED['overhead_s']} s",
+                          "layer_overhead": f"{SHIPPED['layer_overhead_s']} s",
+                          "request_overhead": f"{SHIPPED['request_overhead_s']} s"}]}
     plain = {"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]}
     assert cell(own) == cell(plain)
 
@@ -51,7 +58,7 @@ def test_a_profile_by_path_and_an_unknown_engine(tmp_path):
     w.write_text("workloads:\n  - {name: w, context: 1024, batch: 1, hardware: a100-80gb, engine: mine.yaml}\n")
     plain = cell({"workloads": [{"name": "w", "context": 1024, "batch": 1, "hardware": "a100-80gb"}]})
     mine = cell(w)
-    assert mine["end_to_end"] == pytest.approx(plain["implementation"] * 0.85 / 0.5 + 0.002, rel=0.02)
+    assert mine["end_to_end"] == pytest.approx(plain["implementation"] * SHIPPED["bandwidth"] / 0.5 + 0.002, rel=0.02)
     with pytest.raises(triage.UserError, match="engine: unknown engine \\(did you mean 'vllm'\\?\\)"):
         cell({"workloads": [{"name": "w", "context": 1024, "engine": "vlm"}]})
 
@@ -68,7 +75,7 @@ def test_a_partial_efficiency_keeps_the_profiles_other_value():
 
 
 def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
-    w = {"defaults": {"request_overhead": "12 ms"},
+    w = {"defaults": {"request_overhead": "12 ms", "overhead": "0 ms", "layer_overhead": "0 ms"},
          "workloads": [{"name": "p", "phase": "prefill", "context": 128, "batch": 1, "hardware": "a100-80gb"},
                        {"name": "d", "phase": "decode", "context": 128, "batch": 1, "hardware": "a100-80gb"}]}
     cells = triage.evaluate(KV, w).to_dict()["cells"]
@@ -94,20 +101,25 @@ def test_each_fixed_cost_is_its_own_term_of_the_json_breakdown():
         assert t["end_to_end"] == pytest.approx(t["implementation"] + 0.0026 + request)
 
 
-@pytest.mark.parametrize("batch,weights,launch_ms,warned", [
-    (64, "fp8", 0.324, False),        # inside the h200 entry's rows: batch 64-1024, 128-2,048 tokens, fp8
-    (1, "fp8", 0.185, True),          # batch 1: below every row it was fitted on
-    (64, "fp16", 0.185, True)])       # fp16 weights: none of its rows
-def test_a_chip_entry_is_used_only_inside_the_range_its_rows_span(batch, weights, launch_ms, warned):
-    """TensorRT-LLM's h200 entry (324 µs per layer, engines.yaml) was fitted on six fp8 rows at batch 64-1024;
-    issue 23 measured it making a batch-1 TTFT +109 %. Outside its range a cell takes the profile's default
-    (185 µs per layer): Llama 2 7B's 32 layers launch 32 x 0.324 ms = 10.368 ms inside, 32 x 0.185 ms = 5.92 ms
-    outside, and the memo says which cells fell outside."""
+TRT = catalog.load().engines["tensorrt-llm"]
+
+
+@pytest.mark.parametrize("batch,weights,entry,warned", [
+    (64, "fp8", True, False),         # inside the h200 entry's rows: batch 64-1024, 128-2,048 tokens, fp8
+    (1, "fp8", False, True),          # batch 1: below every row it was fitted on
+    (64, "fp16", False, True)])       # fp16 weights: none of its rows
+def test_a_chip_entry_is_used_only_inside_the_range_its_rows_span(batch, weights, entry, warned):
+    """TensorRT-LLM's h200 entry (engines.yaml: a per-layer cost fitted on six fp8 rows at batch 64-1024, 324 µs
+    before the corpus default; issue 23 measured that value making a batch-1 TTFT +109 %). Outside its range a
+    cell takes the profile's default: Llama 2 7B's 32 layers launch 32 x the entry's per-layer cost inside, 32 x
+    the default's outside, and the memo says which cells fell outside."""
+    launch = (TRT.hardware["h200"] if entry else TRT.default)["layer_overhead_s"]
+    assert TRT.hardware["h200"]["layer_overhead_s"] != TRT.default["layer_overhead_s"]
     w = {"defaults": {"model": "llama-2-7b", "hardware": "h200", "engine": "tensorrt-llm",
                       "precision": {"weights": weights}},
          "workloads": [{"name": "trt", "phase": "decode", "context": 1024, "batch": batch}]}
     d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
-    assert d["cells"][0]["baseline"]["step_terms_s"]["launch"] == pytest.approx(32 * launch_ms * 1e-3)
+    assert d["cells"][0]["baseline"]["step_terms_s"]["launch"] == pytest.approx(32 * launch)
     warning = [x["message"] for x in d["warnings"] if x["code"] == "profile-range"]
     assert bool(warning) == warned
     if warned:

@@ -236,7 +236,8 @@ def test_an_moe_iteration_reads_the_experts_its_tokens_touch(batch):
     quarter at batch 1, all but 1e-8 at 64, all at 2,048, so an iteration prices what the cost model's step
     prices (the affine fit alone, from probes of 1 and 2 tokens, read 2,048 x a quarter of them at 2,048: the
     9-33 s TPOT of the issue's MoE rows)."""
-    ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2},
+    ev = triage.evaluate(KV, {"defaults": {"model": "mixtral-8x7b", "hardware": "h100-sxm", "tp": 2,
+                                           "efficiency": {"bandwidth": 0.85, "compute": 0.7}},
                               "workloads": [{"name": "d", "context": 512, "batch": batch}]}, analyse=False).evaluation
     cost = _cost(ev)
     step = float(ev.gaps.base.time_end_to_end[0])
@@ -244,7 +245,7 @@ def test_an_moe_iteration_reads_the_experts_its_tokens_touch(batch):
     line, const = cost.decode_line(batch, batch * 512)
     assert cost.steps(line, const, 1)[0] == pytest.approx(step, rel=1e-9)
     assert cost.touched(batch) == pytest.approx(1 - 0.75 ** batch, rel=1e-12)
-    # all the routed experts read once, fp16, half on each GPU, at the default 0.85 of 3.35 TB/s
+    # all the routed experts read once, fp16, half on each GPU, at the workload's 0.85 of 3.35 TB/s
     assert cost.expert_memory_s == pytest.approx(45_097_156_608 * 2 / 2 / (3.35e12 * 0.85), rel=1e-9)
 
 
