@@ -239,3 +239,18 @@ def test_a_per_layer_cost_is_told_apart_from_a_per_step_cost_by_two_layer_counts
     assert h["error_after"] < 0.005
     (one,) = as_json(calibrate.calibrate(csv(tmp_path, *lines[:3])))["hardware"]
     assert one["free"] == ["overhead_s"]
+
+
+def test_rows_of_several_engines_on_one_chip_are_warned_not_pooled_silently(tmp_path):
+    """Issue 23: a fit mixing engines describes none of them; an optional `engine` column names each row's, and a
+    chip whose rows name two is warned (the engines named, escaped), one whose rows name one is not."""
+    head = "model,hardware,phase,context,batch,tokens_per_s,engine,source\n"
+    rows = [f"llama-2-7b,a100-80gb,decode,{c},1,{t},{e},x" for c, t, e in
+            ((128, 80, "vllm"), (1024, 75, "vllm"), (4096, 60, "llama.cpp\x1b[31m"), (2048, 70, "vllm"))]
+    rows += [f"llama-2-7b,h100-sxm,decode,{c},1,{t},vllm,x" for c, t in ((128, 120), (1024, 110), (4096, 95))]
+    report = as_json(calibrate.calibrate(csv(tmp_path, *rows, head=head)))
+    a100, h100 = sorted(report["hardware"], key=lambda h: h["hardware"])
+    assert [w for w in a100["warnings"] if w.startswith("the rows name 2 engines")] == [
+        "the rows name 2 engines (llama.cpp\\x1b[31m, vllm): one profile fitted on several engines describes none "
+        "of them (their kernels and fixed costs differ); calibrate each engine's rows on their own"]
+    assert not any("engines" in w for w in h100["warnings"])

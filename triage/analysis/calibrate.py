@@ -388,8 +388,10 @@ class FitNote:
 
 
 # an efficiency pinned to the grid's lowest or highest value, a fixed cost the rows would make negative, a
-# per-request cost too large to be one, a chip with too few rows to fit
-FIT_NOTES = ("lowest", "highest", "negative", "request-overhead", "not-fitted")
+# per-request cost too large to be one, a chip with too few rows to fit, a chip whose rows name several engines
+# (``name``: the engines, comma-separated; ``value``: how many)
+FIT_NOTES = ("lowest", "highest", "negative", "request-overhead", "not-fitted", "mixed-engines")
+ENGINE_NAME_MAX = 40     # characters of an `engine` column a note repeats
 
 
 def edges(fit: Fitted) -> list[FitNote]:
@@ -492,6 +494,9 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> Calib
                     v = fitted.loo_params[:, j]
                     spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
             notes += edges(fitted)
+        engines = sorted({str(r.spec.get("engine") or "").strip()[:ENGINE_NAME_MAX] for r in group} - {""})
+        if len(engines) > 1:        # one profile from several engines' rows describes none of them
+            notes.append(FitNote("mixed-engines", ", ".join(engines), len(engines)))
         after = predict(group, params)
         binding = any((r.flops / (r.peak * params["compute"]) > r.bytes / (r.bandwidth * params["bandwidth"])).any()
                       for r in group)

@@ -16,6 +16,7 @@ from ..analysis.calibrate import (
     HardwareFit,
     defaults,
 )
+from ..errors import escape
 from ..inputs import units
 
 
@@ -93,6 +94,8 @@ def short_words(n: FitNote) -> str:
         return f"{_cost_name(n.name)} 0 s"
     if n.code == "request-overhead":
         return f"request overhead {n.value * 1e3:.3g} ms"
+    if n.code == "mixed-engines":
+        return f"{n.value:.0f} engines ({escape(n.name, 200)})"
     assert n.code == "not-fitted", n.code
     return f"not fitted: {n.value:.0f} row{'s' if n.value != 1 else ''}"
 
@@ -104,6 +107,8 @@ _NOTES = {
     "request-overhead": "{what} is more than a request's fixed cost can be ({most_ms:g} ms): the rows' TTFT includes "
                         "queueing",
     "not-fitted": "{what} for 3 parameters; the defaults stay (add rows)",
+    "mixed-engines": "the rows name {what}: one profile fitted on several engines describes none of them (their "
+                     "kernels and fixed costs differ); calibrate each engine's rows on their own",
 }
 assert set(_NOTES) == set(FIT_NOTES)
 
