@@ -49,9 +49,11 @@ from bench.peers import llm_viewer  # noqa: E402
 DATA = ROOT / "data" / "measurements"
 FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
 COMPUTE = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "int8": "int8"}
+# the corpus metric -> the calibration's column (a prefill's prompt tokens/s is the batch's prompt tokens over the
+# prefill's time, as the calibration reads a prefill row's tokens_per_s)
 METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_per_s",
-           ("prefill", "ttft_s"): "ttft_s", ("generation", "e2e_s"): "e2e_s",
-           ("generation", "tokens_per_s"): "tokens_per_s"}
+           ("prefill", "ttft_s"): "ttft_s", ("prefill", "prompt_tokens_per_s"): "tokens_per_s",
+           ("generation", "e2e_s"): "e2e_s", ("generation", "tokens_per_s"): "tokens_per_s"}
 
 
 # models the corpus names by the source's own name, matched on the name with spaces, hyphens and "v" versions
@@ -76,11 +78,13 @@ def _model(r: dict[str, str]) -> str:
 # turboderp/exllamav2 exllamav2/model.py `set_device_map`, commit 00ab0084): a layer split, the stages in
 # sequence. llama.cpp before ggml-org/llama.cpp#4606 (merged January 2024; the llm-perf-bench rows pin commit
 # 9476b01 of 2023-10-02) split each weight matrix by rows and gathered every product on the main GPU: neither
-# tensor parallelism nor a pipeline, so those rows are left out (counted as such).
+# tensor parallelism nor a pipeline, so those rows are left out (counted as such). A row whose notes say
+# "(a layer split)" is one whatever its engine (AutoAWQ loads with accelerate's balanced device map: whole
+# layers on each GPU, run in sequence).
 LAYER_SPLIT = {"exllamav2"}
 # a serving figure, not a static batch: requests arriving at a rate, queueing, or a client issuing every request
 # at once to a continuously batching server (max-load throughput): priced by bench/serving.py, not here
-SERVING = ("request rate", "queueing", "infinite rate", "max-load")
+SERVING = ("request rate", "under load", "(includes queueing)", "infinite rate", "max-load")
 ROW_SPLIT = {"llama.cpp"}
 
 
@@ -89,7 +93,7 @@ def rows(left_out: dict[str, int] | None = None) -> list[dict[str, Any]]:
     left out for a split the model does not price are counted in ``left_out``."""
     cat = catalog.load()
     out = []
-    seen: set[tuple[str, ...]] = set()
+    seen: dict[tuple[str, ...], list[tuple[str, str, float]]] = {}
     for f in sorted(DATA.glob("*.csv")):
         for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
             key = METRICS.get((r["phase"], r["metric"]))
@@ -107,19 +111,33 @@ def rows(left_out: dict[str, int] | None = None) -> list[dict[str, Any]]:
             notes = r["notes"].lower()
             if not r["batch"] or any(w in notes for w in SERVING):
                 continue                  # a batch the source does not state, or a serving number (queueing)
-            same = (f.name, r["engine"], r["engine_version"], model, r["hardware"], r["gpus"], weights, kv,
-                    r["phase"], r["batch"], r["prompt_tokens"], r["output_tokens"])
-            if same in seen:              # one measurement a source states in two units (seconds and tokens/s)
+            if r["phase"] == "prefill" and "concurrent requests" in notes:
+                # the mean first-token latency of N requests issued together depends on how the engine schedules
+                # their prefills (one batch, one at a time, chunks): a serving figure, not a batch-N prefill
                 if left_out is not None:
-                    left_out["the same measurement in another unit"] += 1
+                    left_out["the first-token latency of concurrent requests (a scheduling figure)"] += 1
                 continue
-            seen.add(same)
+            # one measurement counted once: the same configuration in another unit (seconds and tokens/s) or the
+            # same row repeated in a source (a source quoting another's figure: priced() below). Two techniques
+            # in one format (int4 by GPTQ and by AWQ) or two runs are two measurements.
+            same = (r["engine"], r["engine_version"], r["hf_model"], model, r["hardware"], r["gpus"], weights, kv,
+                    r["compute"], r["phase"], r["batch"], r["prompt_tokens"], r["output_tokens"])
+            earlier = seen.setdefault(same, [])
+            value = float(r["value"])
+            why = ("the same measurement in another unit" if any(f2 == f.name and m != r["metric"]
+                                                                  for f2, m, _ in earlier) else
+                   "a row repeated in its source" if (f.name, r["metric"], value) in earlier else "")
+            if why:
+                if left_out is not None:
+                    left_out[why] += 1
+                continue
+            earlier.append((f.name, r["metric"], value))
             gpus = int(r["gpus"] or 1)
             if gpus > 1 and r["engine"] in ROW_SPLIT:
                 if left_out is not None:
                     left_out["llama.cpp row split (a gather to the main GPU after every product)"] += 1
                 continue
-            layer_split = gpus > 1 and r["engine"] in LAYER_SPLIT
+            layer_split = gpus > 1 and (r["engine"] in LAYER_SPLIT or "(a layer split)" in notes)
             # a decode row's context: the prompt plus half the output, the mean over its steps
             context = prompt + output // 2 if r["phase"] == "decode" else prompt
             out.append({"model": model, "hardware": r["hardware"], "phase": r["phase"],
@@ -156,7 +174,10 @@ def peer(group: list[calibrate.Row]) -> tuple[list[int], list[float]] | None:
         names = (PEER_MODELS.get(s["model"]), PEER_GPUS.get(s["hardware"]), PEER_DTYPES.get(s["weights"]))
         if None in names or s.get("compute", "bf16") not in ("bf16", "fp16") or int(s["pipeline"]) > 1:
             continue
-        prompt, output, batch = int(s["context"]), int(s["output_tokens"] or 1), int(s["batch"])
+        output, batch = int(s["output_tokens"] or 1), int(s["batch"])
+        # the row's prompt (a decode row is priced at prompt + output/2; llm-analysis prices its KV at its
+        # seq_len + num_tokens_to_generate itself)
+        prompt = max(int(s["context"]) - (int(s["output_tokens"] or 0) // 2 if s["phase"] == "decode" else 0), 1)
         try:
             out = infer(model_name=names[0], gpu_name=names[1], dtype_name=names[2], batch_size_per_gpu=batch,
                         tp_size=int(s["tp"]), seq_len=prompt, num_tokens_to_generate=output, log_level="ERROR")
@@ -174,6 +195,7 @@ def priced() -> tuple[list[calibrate.Row], dict[str, int]]:
     cat = catalog.load()
     out = []
     left_out: dict[str, int] = defaultdict(int)
+    quoted: dict[tuple[object, ...], str] = {}          # a figure -> the first source that states it
     for n, raw in enumerate(rows(left_out)):
         try:
             row = calibrate.price({k: v for k, v in raw.items() if k != "engine"}, raw["source"], n, cat)
@@ -181,6 +203,15 @@ def priced() -> tuple[list[calibrate.Row], dict[str, int]]:
             left_out["the configuration does not fit the stated GPUs"] += 1
             continue
         row.spec["engine"] = raw["engine"]
+        # a source quoting another's figure (the same configuration and time, to 4 significant figures, in another
+        # file: lmdeploy's docs quote MLC's blog, AMD's pages one another): priced once, else the copy would train
+        # the fit that predicts the original when its source is held out
+        s = row.spec
+        figure = (s["engine"], s["model"], s["hardware"], s["tp"], s["pipeline"], s["weights"], s["phase"], s["batch"],
+                  s["context"], s["output_tokens"], float(f"{row.measured_s:.4g}"))
+        if quoted.setdefault(figure, s["source"]) != s["source"]:
+            left_out["another source's figure quoted"] += 1
+            continue
         out.append(row)
     return out, left_out
 

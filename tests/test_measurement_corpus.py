@@ -89,5 +89,14 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     source = "gpt-fast-readme.csv"
     mine = [i for i, r in enumerate(rows) if r.spec["source"] == source]
     in_sample = fidelity.errors([rows[i] for i in mine], profiles.corpus_default(rows).params)
-    assert len(mine) == 32
+    assert len(mine) > 30
     assert sum(abs(e) for e in in_sample) < sum(abs(held[i]) for i in mine)
+    # nor through a copy: a figure one source quotes from another (lmdeploy's quantization docs quote MLC's
+    # blog, 159.4 and 90.7 tokens/s on an RTX 4090) is priced once, in one source
+    figures: dict[tuple, set[str]] = {}
+    for r in rows:
+        s = r.spec
+        key = (s["engine"], s["model"], s["hardware"], s["phase"], s["batch"], s["context"], s["output_tokens"],
+               round(r.measured_s, 12))
+        figures.setdefault(key, set()).add(s["source"])
+    assert [k for k, v in figures.items() if len(v) > 1] == []
