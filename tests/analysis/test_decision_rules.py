@@ -26,8 +26,9 @@ def test_no_regret_an_exact_kernel_an_engine_ships_is_go_on_a_gain_below_min_gai
     # FlashAttention-2 (exact, vLLM's FLASH_ATTN backend) at 1.46x FA1's attention efficiency. By hand, Llama 2 7B
     # prefill of 2,048 tokens: linear FLOPs 2 x 6.74e9 x 2048 = 2.76e13, causal attention 2 x 32 layers x
     # 2048^2 x 4096 = 1.10e12 (3.8 % of the step); 3.8 % x (1 - 1/1.46) = 1.2 % saved -> 1.012x, below min_gain
-    # 1.10 but more than 1.00x: GO, no regret (nothing to reproduce). serve-conv's 0.989x is inside the
-    # simulation's 2 % resolution: no regression.
+    # 1.10 but more than 1.00x: GO, no regret (nothing to reproduce). serve-conv's rate at the SLO moves by at
+    # most the simulation's 2 % resolution (0.989x at the old defaults, 1.000x at the corpus default's fixed
+    # costs): no regression either way.
     d = decide("flashattention-2.yaml")
     assert d["decision"]["verdict"] == "GO" and d["decision"]["rule"].startswith("no regret")
     assert "kernel shipped in an engine" in d["decision"]["rule"]
@@ -36,8 +37,9 @@ def test_no_regret_an_exact_kernel_an_engine_ships_is_go_on_a_gain_below_min_gai
             assert c["verdict"] == "GO" and 1.010 < c["speedup"]["end_to_end"] < 1.015
             assert any("no regret" in r for r in c["reasons"])
         if c["workload"] == "serve-conv":
-            assert 0.98 < c["speedup"]["end_to_end"] < 1.0
-            assert any("within the serving simulation's resolution" in r for r in c["reasons"])
+            assert 0.98 < c["speedup"]["end_to_end"] <= 1.0
+            assert any("within the serving simulation's resolution" in r or "no gain the model resolves" in r
+                       for r in c["reasons"])
 
 
 def test_an_exact_kernel_only_the_paper_ships_still_needs_min_gain():

@@ -274,7 +274,9 @@ def test_calibration_on_the_gpt_fast_numbers_lowers_the_error(runner, tmp_path):
     report = as_json(calibrate.calibrate(EXAMPLES / "measurements" / "gpt-fast-a100.csv"))   # as the JSON prints it
     (a100,) = report["hardware"]
     assert a100["rows"] == 11
-    # the shipped default (the corpus default: 11.9 % on these rows) against a fit on them (11.3 %)
+    # a fit on the chip's own rows beats the shipped default — the corpus default, whose fit already saw these
+    # gpt-fast README rows among its sources (data/measurements/gpt-fast-readme.csv), so "before" is in sample
+    # and the margin small (11.9 % -> 11.3 % when this was written)
     assert a100["error_after"] < a100["error_before"] < 0.15
     assert 0.3 <= a100["fitted"]["bandwidth"] <= 1.0
     out = tmp_path / "calibrated.yaml"
