@@ -96,6 +96,7 @@ model config; not committed) agree with ``latency`` to 1e-15 relative on 300 ran
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -211,32 +212,21 @@ def operators(
 def latency(
     *,
     layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
-    intermediate: int,
-    vocab: int,
-    gated_mlp: bool,
-    batch: int,
     prompt: int,
     output: int,
     phase: str,
-    tp: int,
-    w_bits: int,
-    a_bits: int,
-    kv_bits: int,
     peak_flops: float,
     bandwidth: float,
     bandwidth_eff: float = 1.0,
     compute_eff: float = 1.0,
     peak_flops_int8: float | None = None,
-    flash_attention: bool = False,
-    onchip_buffer: float = 20e6,
     tp_mode: str = "shard",
     generation_mode: str = "exact",
-    revision: str = "472f71f",
+    **shape: Any,
 ) -> float:
-    """Seconds LLM-Viewer predicts for ``phase`` ('prefill', 'decode' or 'generation').
+    """Seconds LLM-Viewer predicts for ``phase`` ('prefill', 'decode' or 'generation'); ``shape`` holds
+    ``operators``' keywords but the stage's (hidden, heads, kv_heads, intermediate, vocab, gated_mlp, batch, tp,
+    w_bits, a_bits, kv_bits, flash_attention, onchip_buffer, revision).
 
     'prefill': the prefill of ``prompt`` tokens x ``batch``; 'decode': one decode step at KV length ``prompt``;
     'generation': prefill + ``output`` decode steps at contexts prompt .. prompt+output-1 (``generation_mode``
@@ -252,27 +242,14 @@ def latency(
         raise ValueError(f"tp_mode must be 'shard' or 'ignore', not {tp_mode!r}")
     if generation_mode not in ("exact", "web"):
         raise ValueError(f"generation_mode must be 'exact' or 'web', not {generation_mode!r}")
-    if prompt < 1 or batch < 1:
+    if prompt < 1 or shape["batch"] < 1:
         raise ValueError("prompt and batch must be >= 1")
-    low_bit = w_bits <= 8 and a_bits <= 8 and kv_bits <= 8
+    bits = [shape.get(k, 16) for k in ("w_bits", "a_bits", "kv_bits")]
+    low_bit = max(bits) <= 8
     peak = (peak_flops_int8 if (low_bit and peak_flops_int8 is not None) else peak_flops) * compute_eff
     bw = bandwidth * bandwidth_eff
-    shape = dict(
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        intermediate=intermediate,
-        vocab=vocab,
-        gated_mlp=gated_mlp,
-        batch=batch,
-        tp=tp if tp_mode == "shard" else 1,
-        w_bits=w_bits,
-        a_bits=a_bits,
-        kv_bits=kv_bits,
-        flash_attention=flash_attention,
-        onchip_buffer=onchip_buffer,
-        revision=revision,
-    )
+    if tp_mode == "ignore":
+        shape = {**shape, "tp": 1}
 
     def stage_time(stage: str, kv_len: np.ndarray | float) -> np.ndarray:
         tokens = prompt if stage == "prefill" else 1
