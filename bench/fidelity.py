@@ -31,6 +31,7 @@ import re
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,13 +222,23 @@ def errors(group: list[calibrate.Row], params: dict[str, float], comm: bool = Tr
     return [float(p / r.measured_s - 1.0) for p, r in zip(pred, group, strict=True)]
 
 
+def errors_each(group: list[calibrate.Row], params_of: Callable[[calibrate.Row], dict[str, float]]) -> list[float]:
+    """Relative errors in ``group``'s order, each row at its own parameters: one vectorized prediction per distinct
+    set of parameters, not one per row."""
+    sets: dict[tuple[tuple[str, float], ...], list[int]] = defaultdict(list)
+    chosen = [params_of(r) for r in group]
+    for i, params in enumerate(chosen):
+        sets[tuple(sorted(params.items()))].append(i)
+    out = [0.0] * len(group)
+    for idx in sets.values():
+        for i, e in zip(idx, errors([group[i] for i in idx], chosen[idx[0]]), strict=True):
+            out[i] = e
+    return out
+
+
 def errors_by_hardware(group: list[calibrate.Row], params: dict[str, dict[str, float]]) -> list[float]:
-    """Relative errors, each row at its chip's parameters (the defaults for a chip without), one vectorized
-    prediction per chip."""
-    by_hw: dict[str, list[calibrate.Row]] = defaultdict(list)
-    for r in group:
-        by_hw[r.spec["hardware"]].append(r)
-    return [e for hw, rows in by_hw.items() for e in errors(rows, params.get(hw, calibrate.defaults()))]
+    """Relative errors, each row at its chip's parameters (the defaults for a chip without)."""
+    return errors_each(group, lambda r: params.get(r.spec["hardware"], calibrate.defaults()))
 
 
 def fitted(train: list[calibrate.Row], balance: bool = False) -> dict[str, dict[str, float]]:
@@ -258,23 +269,28 @@ def regime(r: calibrate.Row) -> str:
     return "batch 1" if b == 1 else "batch 2-16" if b <= 16 else "batch > 16"
 
 
-def held_out(group: list[calibrate.Row], pull: float = profiles.PROFILE_PULL) -> dict[str, list[float]]:
+def held_out(group: list[calibrate.Row], pull: float = profiles.PROFILE_PULL
+             ) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
     """Each layer's relative error on every row (in ``group``'s order), every source predicted from a fit on the
     others: 'implementation', 'defaults' (the corpus default), 'profiles' (the engine profiles, each pulled
-    toward the level above with ``pull``)."""
+    toward the level above with ``pull``); and each row's implementation efficiencies (its fold's)."""
     out: dict[str, list[float]] = {k: [0.0] * len(group) for k in ("implementation", "defaults", "profiles")}
+    efficiencies: list[dict[str, float]] = [{}] * len(group)
     for source in sorted({r.spec["source"] for r in group}):
         train = [r for r in group if r.spec["source"] != source]
         test = [i for i, r in enumerate(group) if r.spec["source"] == source]
         default = profiles.corpus_default(train).params
         fits = profiles.fit(train, default, pull)
-        efficiencies = {k: default[k] for k in ("bandwidth", "compute")}
+        own = {k: default[k] for k in ("bandwidth", "compute")}
+        rows = [group[i] for i in test]
+        layers = {"implementation": errors(rows, own), "defaults": errors(rows, default),
+                  "profiles": errors_each(rows, lambda r, f=fits, d=default: profiles.chosen(r, f, d))}
+        for name, errs in layers.items():
+            for i, e in zip(test, errs, strict=True):
+                out[name][i] = e
         for i in test:
-            r = group[i]
-            out["implementation"][i] = errors([r], efficiencies)[0]
-            out["defaults"][i] = errors([r], default)[0]
-            out["profiles"][i] = errors([r], profiles.chosen(r, fits, default)[0])[0]
-    return out
+            efficiencies[i] = own
+    return out, efficiencies
 
 
 def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> list[tuple[float, float]]:
@@ -324,7 +340,7 @@ def main() -> None:
         print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
               f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
 
-    held = held_out(group)
+    held, eff = held_out(group)
     print("\nleave one source out (every source predicted from fits on the others):")
     print(summary("implementation (corpus default efficiencies)", held["implementation"]))
     print(summary("end-to-end, no engine named (corpus default)", held["defaults"]))
@@ -333,7 +349,7 @@ def main() -> None:
     print(summary("end-to-end, engine profiles: prefill/TTFT rows", [held["profiles"][i] for i in prefill]))
     print(summary("end-to-end, no engine named: prefill/TTFT rows", [held["defaults"][i] for i in prefill]))
     for pull in (0.001, 0.01, 1.0):
-        other = held_out(group, pull)["profiles"]
+        other = held_out(group, pull)[0]["profiles"]
         print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
               f"{statistics.median(abs(e) for e in other):.1%}, prefill "
               f"{statistics.median(abs(other[i]) for i in prefill):.1%}")
@@ -347,10 +363,6 @@ def main() -> None:
         print(summary("llm-analysis, its default efficiencies", theirs))
         print(summary("  triage, no engine named, same rows", [held["defaults"][i] for i in idx]))
         print(summary("  triage, engine profiles, same rows", [held["profiles"][i] for i in idx]))
-    eff = [{"bandwidth": 0.0, "compute": 0.0}] * len(group)
-    for source in sources:       # the implementation layer's held-out efficiencies, row by row
-        d = profiles.corpus_default([r for r in group if r.spec["source"] != source]).params
-        eff = [d if r.spec["source"] == source else e for r, e in zip(group, eff, strict=True)]
     lv = viewer(group, eff)
     stated = [i for i, (e, _) in enumerate(lv) if not math.isnan(e)]
     print(summary("LLM-Viewer as published (no derating)", [lv[i][0] for i in stated]))
@@ -374,14 +386,14 @@ def main() -> None:
     shipped_defaults = calibrate.defaults()
     print(summary("workload defaults as shipped (workloads.yaml)", errors(group, shipped_defaults)))
     cat_profiles = catalog.load().engines
-    shipped = []
-    for r in group:
+
+    def shipped(r: calibrate.Row) -> dict[str, float]:
         p = cat_profiles.get(r.spec["engine"])
-        span = p.ranges.get(r.spec["hardware"]) if p is not None else None
-        values = shipped_defaults if p is None else p.values(
-            r.spec["hardware"], span is None or profiles.in_range(r, span))
-        shipped.append(errors([r], values)[0])
-    print(summary("engine profiles as shipped (engines.yaml)", shipped))
+        if p is None:
+            return shipped_defaults
+        span = p.ranges.get(r.spec["hardware"])
+        return p.values(r.spec["hardware"], span is None or profiles.in_range(r, span))
+    print(summary("engine profiles as shipped (engines.yaml)", errors_each(group, shipped)))
     params = fitted(group)
     print(summary("calibrated per hardware, in sample", errors_by_hardware(group, params)))
     halves: list[float] = []

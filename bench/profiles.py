@@ -37,7 +37,7 @@ NEEDED = 3                      # rows a fit needs: the two efficiencies and the
 ANCHOR = {"bandwidth": 0.85, "compute": 0.70, "overhead_s": 0.0, "layer_overhead_s": 0.0, "request_overhead_s": 0.0}
 # the pull of an engine's fit toward the corpus default and of a chip's toward its engine's: a 10 % departure of
 # an efficiency costs 0.1 x 0.1^2 = 1e-3 of mean squared log error, what a 3.2 % rms error costs, so an
-# engine's rows move it only as far as they agree; bench/fidelity.py prints the held-out error from 0.01 to 1
+# engine's rows move it only as far as they agree; bench/fidelity.py prints the held-out error at 0.001, 0.01 and 1
 PROFILE_PULL = 0.1
 
 
@@ -106,12 +106,11 @@ def fit(rows: list[calibrate.Row], default: dict[str, float], pull: float = PROF
     return out
 
 
-def chosen(r: calibrate.Row, profiles: dict[str, Profile], default: dict[str, float]) -> tuple[dict[str, float], str]:
-    """The parameters a row is predicted with, and which: 'chip', 'engine' or 'corpus'."""
+def chosen(r: calibrate.Row, profiles: dict[str, Profile], default: dict[str, float]) -> dict[str, float]:
+    """The parameters a row is predicted with: its engine's chip entry inside the entry's range, else the
+    engine's default, else (an engine the fit never saw) the corpus default."""
     p = profiles.get(r.spec["engine"])
     if p is None:
-        return default, "corpus"
+        return default
     chip = p.chips.get(r.spec["hardware"])
-    if chip is not None and in_range(r, chip.range):
-        return chip.fit.params, "chip"
-    return p.params, "engine"
+    return chip.fit.params if chip is not None and in_range(r, chip.range) else p.params

@@ -85,7 +85,7 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     from bench import fidelity, profiles
 
     rows, _ = fidelity.priced()
-    held = fidelity.held_out(rows)["defaults"]
+    held = fidelity.held_out(rows)[0]["defaults"]
     source = "gpt-fast-readme.csv"
     mine = [i for i, r in enumerate(rows) if r.spec["source"] == source]
     in_sample = fidelity.errors([rows[i] for i in mine], profiles.corpus_default(rows).params)

@@ -341,7 +341,7 @@ def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[st
     f = features(group)
     step = max(1, _CHUNK_ELEMENTS // n)
     roof = np.concatenate([roofline(group, be[k:k + step], ce[k:k + step]) for k in range(0, be.size, step)])
-    roof = roof + f[:, fixed] @ prior_costs[fixed]                      # the costs not fitted stay at the defaults
+    roof = roof + f[:, fixed] @ prior_costs[fixed]                # the costs not fitted stay at the prior's
     a = f[:, free] / m[:, None]                                    # rows × free
     y = 1.0 - roof / m                                             # grid × rows
     # each cost's natural size: the value that alone would make up a median row paying it
@@ -354,8 +354,8 @@ def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[st
 
     pred = roof + theta @ f[:, free].T
     err = np.log(np.maximum(pred, 1e-30) / m) ** 2 * w             # grid × rows, weighted squared log error
-    penalty = pull * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2
-                      + fixed_pull / pull * (((theta - prior_costs[free]) / scale) ** 2).sum(axis=1))
+    penalty = (pull * ((be / d["bandwidth"] - 1) ** 2 + (ce / d["compute"] - 1) ** 2)
+               + fixed_pull * (((theta - prior_costs[free]) / scale) ** 2).sum(axis=1))
     best = int(np.argmin(err.sum(axis=1) / n + penalty))
     params = {"bandwidth": float(be[best]), "compute": float(ce[best]),
               **{k: float(v) for k, v in zip(LINEAR, prior_costs, strict=True)}}
@@ -391,7 +391,6 @@ class FitNote:
 # per-request cost too large to be one, a chip with too few rows to fit, a chip whose rows name several engines
 # (``name``: the engines, comma-separated; ``value``: how many)
 FIT_NOTES = ("lowest", "highest", "negative", "request-overhead", "not-fitted", "mixed-engines")
-ENGINE_NAME_MAX = 40     # characters of an `engine` column a note repeats
 
 
 def edges(fit: Fitted) -> list[FitNote]:
@@ -494,7 +493,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> Calib
                     v = fitted.loo_params[:, j]
                     spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
             notes += edges(fitted)
-        engines = sorted({str(r.spec.get("engine") or "").strip()[:ENGINE_NAME_MAX] for r in group} - {""})
+        engines = sorted({str(r.spec.get("engine") or "").strip()[:LIMITS.name_chars] for r in group} - {""})
         if len(engines) > 1:        # one profile from several engines' rows describes none of them
             notes.append(FitNote("mixed-engines", ", ".join(engines), len(engines)))
         after = predict(group, params)

@@ -194,14 +194,13 @@ def _engine_text(m: Matrix, b: int, s: Settings) -> str:
                 f"{units.fmt_time(v['request_overhead_s'])} per request")
     if s.engine is None:
         return values(s.engine_values(""))
-    chip_at = {hw.key: h for h, hw in enumerate(m.hardware)}
+    chip_at = {hw.key: h for h, hw in enumerate(m.hardware)}           # the matrix holds every chip it names
     parts = []
     for hw in s.hardware:
-        outside = m.outside_fit.get((b, chip_at[hw])) if hw in chip_at else None
-        cells = int(((m.block_idx == b) & (m.hardware_idx == chip_at[hw])).sum()) if hw in chip_at else 0
+        outside = m.outside_fit.get((b, chip_at[hw]))
         if outside is None:
             parts.append(f"on {hw} {values(s.engine_values(hw))}")
-        elif int(outside.sum()) == cells:
+        elif int(outside.sum()) == int(((m.block_idx == b) & (m.hardware_idx == chip_at[hw])).sum()):
             parts.append(f"on {hw} (outside its {hw} entry's range) {values(s.engine_values(hw, fitted=False))}")
         else:
             parts.append(f"on {hw} {values(s.engine_values(hw))}; on the {int(outside.sum())} {hw} cell(s) "
