@@ -151,3 +151,17 @@ def test_a_chip_ranges_bounds_are_checked(tmp_path, rng, message):
                  "workloads: [{name: w, phase: decode, context: 1024, batch: 1}]\n")
     with pytest.raises(triage.UserError, match=message):
         triage.evaluate(CLAIMS / "kv2x.yaml", f, analyse=False)
+
+
+def test_a_papers_setting_is_priced_without_the_shipped_fixed_costs():
+    """The paper check prices the paper's setting as a bound: full efficiency and no fixed cost. The shipped
+    defaults now carry the corpus default's step and request costs (1.49 ms, 2.59 ms), which a bound must not
+    inherit: a fixed cost only dilutes a gain, so a bound that paid it would flag honest papers."""
+    from triage.inputs import workloads
+
+    assert SHIPPED["overhead_s"] > 0 and SHIPPED["request_overhead_s"] > 0
+    w = workloads.paper_setting(catalog.load(), "llama-2-7b", "a100-80gb", "prefill", [1, 8], [2048], {})
+    for block in w.blocks:
+        v = block.settings.engine_values("a100-80gb")
+        assert (v["bandwidth"], v["compute"]) == (1.0, 1.0)
+        assert v["overhead_s"] == v["request_overhead_s"] == v["layer_overhead_s"] == 0.0

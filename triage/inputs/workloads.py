@@ -455,7 +455,8 @@ def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase
     """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound: full
     efficiency, no fixed cost, no reserve; the setting's PAPER_KEYS over the shipped defaults."""
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                "overhead": 0, "reserve": 0, **{k: stated[k] for k in PAPER_KEYS if k in stated}}
+                "overhead": 0, "request_overhead": 0, "layer_overhead": 0, "reserve": 0,
+                **{k: stated[k] for k in PAPER_KEYS if k in stated}}
     cells = [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
              for i, (b, c) in enumerate(itertools.product(batches, contexts))]
     return load({"defaults": defaults, "workloads": cells}, catalog)
