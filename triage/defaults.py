@@ -9,14 +9,16 @@ output that truncates says so, with the limit it hit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
+
+from .records import record
 
 
 def _limit(value: int, why: str) -> int:
     return field(default=value, metadata={"why": why})
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """What triage reads and renders at most; each figure with why."""
 

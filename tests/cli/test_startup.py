@@ -44,8 +44,10 @@ def test_run_help_loads_no_numpy_schema_template_or_pipeline(tmp_path):
 
 @pytest.mark.parametrize("args,loads,skips", [
     # the memo to standard output: the pipeline and the templates; no figure writer, no measurement reader
+    # (no traceback module but for --traceback; no thread pool: the default matrix has traffic, whose variants
+    # price one at a time)
     (["run", str(CLAIMS / "kv2x.yaml")], ("numpy", "jinja2", "triage.analysis.pipeline"),
-     ("triage.report.figures", "triage.analysis.measured")),
+     ("triage.report.figures", "triage.analysis.measured", "traceback", "concurrent.futures")),
     # JSON: no templates either
     (["run", str(CLAIMS / "kv2x.yaml"), "--format", "json"], ("numpy", "triage.analysis.pipeline"),
      ("jinja2", "triage.report.figures", "triage.analysis.measured")),

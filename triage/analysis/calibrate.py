@@ -41,6 +41,7 @@ from ..inputs.validation import did_you_mean
 from ..io.files import read_text
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
+from ..records import record
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
 COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
@@ -377,7 +378,7 @@ def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[st
     return Fitted(params, tuple(LINEAR[k] for k in free), loo_pred, loo_params, negative)
 
 
-@dataclass(frozen=True)
+@record
 class FitNote:
     """What a fit says about the model's terms (report/calibration.py words it): ``code`` one of FIT_NOTES, the
     parameter it concerns and the value it states (an efficiency's bound, seconds, a number of rows)."""
@@ -419,7 +420,7 @@ POINT_COLUMNS = ("model", "weights", "kv", "compute", "attention", "phase", "tp"
                  "output_tokens", "source")
 
 
-@dataclass(frozen=True)
+@record
 class Point:
     """One measured row: its columns as given (POINT_COLUMNS, None where not), the measured time and the
     predictions before and after the fit, in seconds."""
@@ -434,7 +435,7 @@ class Point:
         return self.columns[POINT_COLUMNS.index(name)]
 
 
-@dataclass(frozen=True)
+@record
 class HardwareFit:
     """One chip's fit: the parameters (the defaults where too few rows), which fixed costs were fitted, their
     jackknife standard errors, the mean absolute error before, after and leaving each row out, the notes."""
@@ -454,7 +455,7 @@ class HardwareFit:
     points: tuple[Point, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Calibration:
     """A calibration file fitted chip by chip."""
 

@@ -3,8 +3,6 @@ report words it: report/rules.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..defaults import REGRESSION_TOLERANCE
@@ -12,9 +10,10 @@ from ..inputs.claim import Claim
 from ..model.evidence import Gaps
 from ..model.matrix import Matrix
 from ..model.verdicts import LABELS, Verdicts, simulated
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """The decision rule that decided (a code of RULES) and what its words need to state."""
 
@@ -33,7 +32,7 @@ RULES = ("none_served", "stack", *BLOCKERS, "no_gain", "no_regret", "clears", "b
          "regresses", "conditions")
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """GO / CONDITIONAL / NO-GO, the share of requests each cell verdict carries, and the fleet's gains.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..inputs.claim import Claim, Section
@@ -11,6 +11,7 @@ from ..model.evidence import Gaps
 from ..model.incumbent import IncumbentPrice
 from ..model.matrix import Matrix
 from ..model.verdicts import Verdicts
+from ..records import record
 from .decision import Decision
 from .notices import Notice
 from .papercheck import PaperCheck
@@ -21,7 +22,7 @@ from .where_it_pays import Analysis
 LOSSES = ("nothing", "implementation", "end-to-end")
 
 
-@dataclass(frozen=True)
+@record
 class Comparison:
     """One measured workload: predicted against measured, and the layer that lost the gain (a code of LOSSES;
     None where only one side was measured)."""
@@ -40,7 +41,7 @@ class Comparison:
     lost_in: str | None
 
 
-@dataclass(frozen=True)
+@record
 class Measured:
     """The measurements a run applied (--measured) and each workload's comparison."""
 
@@ -48,7 +49,7 @@ class Measured:
     workloads: tuple[Comparison, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Evaluation:
     """Everything `triage run` knows about one claim on one matrix."""
 

@@ -4,7 +4,7 @@ an engine profile's chip entry outside the range its rows span, a change the ser
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 # every code, in the order a memo lists them
 CODES = ("domain-unused", "dtype-missing", "phase-untouched", "no-effect", "beyond-window", "profile-range",
@@ -13,7 +13,7 @@ CODES = ("domain-unused", "dtype-missing", "phase-untouched", "no-effect", "beyo
 HINTS = ("already-fused", "already-split", "same-dtype", "budget-covers", "same-step")
 
 
-@dataclass(frozen=True)
+@record
 class Notice:
     """One notice: its code (CODES) and its subjects and quantities, each field used by the codes named."""
 

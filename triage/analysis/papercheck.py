@@ -12,7 +12,7 @@ Numbers and codes only: report/papercheck.py words them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..inputs.registry import acting_phases, carried, outside_the_step, touched_
 from ..inputs.specs import Model, is_config_path
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
+from ..records import record
 from . import cannot_act
 from .notices import Notice
 
@@ -53,7 +54,7 @@ MISFITS = ("weights", "kv")
 Value = str | int | float
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     """One coded statement and the values its words need (an assumption, a likely source, the bound's kind, the
     baseline's misfit): ``code`` of the tuple its field names."""
@@ -62,7 +63,7 @@ class Item:
     values: tuple[Value, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class PaperSetting:
     """The setting that gave the bound: the card's own keys the check priced (``stated``, in PRICED order, then
     pipeline, offload and baseline_model), the model it named, and what the search chose where it was silent."""
@@ -80,7 +81,7 @@ class PaperSetting:
         return dict(self.stated).get(key, default)
 
 
-@dataclass(frozen=True)
+@record
 class PaperCheck:
     """The reported gain against the roofline bound of the stated change in the paper's own setting; without a
     bound, ``no_bound`` says why (a code of NO_BOUND)."""
@@ -217,7 +218,7 @@ def _price(claim: Claim, method: workloads.Workloads, baseline: workloads.Worklo
     return _Priced(claim, grid, g, base, setting, metric, grid.models + other.models)
 
 
-@dataclass(frozen=True)
+@record
 class PaperInputs:
     """The card's paper setting, read in the load phase: the workloads of its search grid (the method's model,
     and the baseline's where the paper's baseline ran another), and what the card did not state."""

@@ -8,8 +8,7 @@ report words them.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from ..inputs.registry import changes_format, switchable, touched_groups
 from ..inputs.specs import Model
 from ..model import evidence, verdicts
 from ..model.matrix import Matrix
+from ..records import record
 from ..serving.budget import Budget
 from . import decision, serving
 
@@ -29,7 +29,7 @@ CROSSOVER_BATCHES = np.array(defaults.CROSSOVER_BATCHES)
 SLO_BATCHES = np.array(defaults.SLO_BATCHES)
 
 
-@dataclass(frozen=True)
+@record
 class Crossover:
     """One model × hardware pair (decode): the bound over context × batch and where each layer pays."""
 
@@ -44,7 +44,7 @@ class Crossover:
     fits: np.ndarray                # both the baseline and the claim fit in memory
 
 
-@dataclass(frozen=True)
+@record
 class SloSide:
     """The largest batch (of SLO_BATCHES) that fits and meets the SLO; batch 0 when none does."""
 
@@ -53,7 +53,7 @@ class SloSide:
     time_s: float | None
 
 
-@dataclass(frozen=True)
+@record
 class SloThroughput:
     """Throughput at the SLO of one cell, baseline and claim."""
 
@@ -71,7 +71,7 @@ class SloThroughput:
 INPUTS = ("bandwidth_efficiency", "kernel", "acceptance", "quality_retained")
 
 
-@dataclass(frozen=True)
+@record
 class Sensitivity:
     """The decision, and each cell's verdict, with one uncertain input of the card (a code of INPUTS) moved to
     ``value`` (an efficiency, whether a kernel reads the format, an acceptance rate, a retained fraction)."""
@@ -83,7 +83,7 @@ class Sensitivity:
     codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, dtype=int))
 
 
-@dataclass(frozen=True)
+@record
 class Frontier:
     """Latency against throughput of one decode cell's settings over batch: the matrix's own batches for that
     cell when it sweeps them, else SLO_BATCHES."""
@@ -100,7 +100,7 @@ class Frontier:
     slo_s: float | None
 
 
-@dataclass(frozen=True)
+@record
 class Analysis:
     """Everything the pipeline analyses after judging, computed once."""
 
@@ -228,8 +228,11 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
     # a matrix with traffic prices its variants one at a time: the simulations are Python (the GIL, no gain from
     # threads), and which runs the memo still holds, so what the run's token-step budget is charged, must not
     # depend on which thread got there first
-    workers = 1 if served else min(ANALYSIS_WORKERS, len(variants))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    if served or len(variants) < 2:
+        return tuple(row(*args) for args in variants)
+    from concurrent.futures import ThreadPoolExecutor  # (and logging) loaded only where threads are used
+
+    with ThreadPoolExecutor(max_workers=min(ANALYSIS_WORKERS, len(variants))) as pool:
         return tuple(pool.map(lambda args: row(*args), variants))
 
 

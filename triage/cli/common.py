@@ -7,12 +7,13 @@ Colour only on a terminal and never with NO_COLOR set (https://no-color.org).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import io
 import os
 import sys
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,19 @@ from ..inputs import oneoff
 from ..io.files import Content, check_target, new_run, write_atomic_all
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
+
+
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """The garbage collector paused while a command's modules load: importing makes many objects and no
+    garbage, so a collection meanwhile is wasted work (about 6 ms of `triage run`'s start-up)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _color() -> bool | None:
@@ -122,6 +136,8 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
             ctx.exit(130)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if ctx.find_root().params.get("show_traceback"):
+                import traceback  # only for --traceback: not on every run's start-up
+
                 traceback.print_exc()
             else:
                 click.echo(f"internal error: {type(exc).__name__}: {exc}\n"

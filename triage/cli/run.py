@@ -13,6 +13,7 @@ from ..io.files import Content
 from .common import (
     FILE,
     check_output,
+    collector_off,
     deliver,
     force_option,
     guard,
@@ -72,8 +73,9 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
       triage run claims/int8-weights.yaml claims/int8-kv.yaml --stack
     """
     # the pipeline and the renderers load here, when a card is run, not for --help or a usage error
-    from ..report.memo import RENDERERS, figure_data, render_markdown
-    from ..report.result import evaluate, with_measurements
+    with collector_off():
+        from ..report.memo import RENDERERS, figure_data, render_markdown
+        from ..report.result import evaluate, with_measurements
 
     output = output_path(output)
     check_output(output, (*cards, workloads, measured), force)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..records import record
 from .specs import Model
 
 HOURS_PER_WEEK = 7 * 24
@@ -15,7 +16,7 @@ KERNEL_PLACES = ("none", "paper", "engine")    # where a kernel exists, weakest 
 QUALITY_KINDS = ("perplexity", "accuracy", "pass@k", "retrieval")   # the schema's enum; perplexity: lower is better
 
 
-@dataclass(frozen=True)
+@record
 class QualityFigure:
     """One quality figure of the paper: a task's baseline and claim values, measured on a model of ``params``."""
 
@@ -49,7 +50,7 @@ Spec = Mapping[str, Any]
 Section = Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class Claim:
     """A validated claim card."""
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any
 
 from ..io.resources import package_file
 from ..io.yamlio import load_file
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class MechanismInfo:
     """One change key: operator groups, reverted step inputs, composition rule, what the gain is made of."""
 
@@ -35,7 +36,7 @@ class MechanismInfo:
     schema: dict[str, Any] = field(default_factory=dict)     # its JSON-schema fragment under change:
 
 
-@dataclass(frozen=True)
+@record
 class Incumbent:
     """What engines already ship in a class's place: priced as the fastest of ``candidates`` on each cell."""
 
@@ -46,7 +47,7 @@ class Incumbent:
     evidence: dict[str, str]
 
 
-@dataclass(frozen=True)
+@record
 class MechanismClass:
     """A class of mechanisms (classes.yaml): its words, integration properties and incumbent."""
 

@@ -6,8 +6,10 @@ Every quantity is a float in SI base units; ``source`` says where it came from.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
+
+from ..records import record
 
 # Bytes per element. int4 is half a byte: 4 // 8 == 0 is the classic bug.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -25,7 +27,7 @@ def is_config_path(name: str) -> bool:
     return name.endswith(".json")
 
 
-@dataclass(frozen=True)
+@record
 class Hardware:
     """One accelerator: capacity, HBM bandwidth and dense peak per dtype."""
 
@@ -66,7 +68,7 @@ class Hardware:
         return self.peak(dtype) / self.bandwidth_bytes_per_s
 
 
-@dataclass(frozen=True)
+@record
 class Model:
     """A decoder-only transformer in Hugging Face config.json terms: dense, MoE, MLA, sliding window.
 

@@ -7,11 +7,9 @@ Traces: the Azure LLM inference trace format (`TIMESTAMP,ContextTokens,Generated
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from ..defaults import (
 from ..errors import Problem, UserError
 from ..io.files import read_text
 from ..io.yamlio import Document
+from ..records import record
 from . import units
 
 AZURE = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -43,7 +42,7 @@ PLAIN = ("arrival_s", "prompt_tokens", "output_tokens")
 POLICIES = ("static", "continuous", "chunked", "disaggregated")
 
 
-@dataclass(frozen=True)
+@record
 class Scheduler:
     """An engine's scheduling policy and limits (the serving simulation's, serving/policies/)."""
 
@@ -64,7 +63,7 @@ class Scheduler:
     block_size: int = 16                 # paged KV: tokens a block holds (vLLM's default)
 
 
-@dataclass(frozen=True)
+@record
 class Trace:
     """A request trace: arrival offsets (s, from its first request, ascending) and lengths (tokens)."""
 
@@ -80,7 +79,7 @@ class Trace:
         return (len(self.arrival) - 1) / span if span > 0 else math.inf
 
 
-@dataclass(frozen=True)
+@record
 class Lengths:
     """Prompt or output lengths: a number, a log-normal (median, sigma), a uniform range, or the trace's."""
 
@@ -97,7 +96,7 @@ class Lengths:
         return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
 
 
-@dataclass(frozen=True)
+@record
 class Traffic:
     """The request stream of a serving simulation and the SLOs its goodput counts."""
 
@@ -286,6 +285,8 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
                 problems.append(Problem(file, n, 1, "$", f"expected {{{', '.join(PLAIN)}}} numbers"))
                 return None
     else:
+        import csv  # a trace file's reader, not loaded for traffic stated in the workload
+
         reader = csv.reader(io.StringIO(text))
         head = next(reader, [])
         head = [h.strip().lstrip("\ufeff") for h in head]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..io.resources import catalog_file
 from ..io.yamlio import Document, document, load_file
+from ..records import record
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
 from .hfconfig import load_model
@@ -27,7 +28,7 @@ from .validation import did_you_mean, validate
 _QUANTITY_KINDS = {"overhead": "time", "request_overhead": "time", "layer_overhead": "time", "reserve": "bytes"}
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """Everything that fixes one block of cells, resolved from defaults and the workload."""
 
@@ -81,7 +82,7 @@ class Settings:
     traffic_at: Problem | None = None      # where its traffic block stands (file, line, path): serving errors' address
 
 
-@dataclass(frozen=True)
+@record
 class Block:
     """One workload (or one phase of a grid): its settings and, for a grid, its context and batch axes."""
 
@@ -90,7 +91,7 @@ class Block:
     batches: tuple[float, ...] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Workloads:
     """A resolved workload file: its blocks, the catalog its names resolve in, where it came from."""
 
@@ -282,7 +283,7 @@ def _base_dir(doc: Document) -> Path:
     return Path(".") if doc.file.startswith("<") else Path(doc.file).parent
 
 
-@dataclass(frozen=True)
+@record
 class Opened:
     """A workload document checked against its schema (once), and ``catalog`` with the hardware and models it
     defines: the names a claim card may use beside the catalog's. ``doc`` None: the shipped default."""

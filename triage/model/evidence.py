@@ -13,7 +13,7 @@ end-to-end      plus the fixed costs (per step, per layer of a step, per
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from ..defaults import CAPACITY_TP
 from ..inputs.claim import Claim
 from ..inputs.registry import carried, group_phases, switchable
 from ..inputs.specs import Model
+from ..records import record
 from . import mechanisms
 from .matrix import Matrix, compact, peak_flops, precision_bytes
 from .roofline import (
@@ -42,7 +43,7 @@ from .roofline import (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """Baseline or claim on every cell."""
 
@@ -64,7 +65,7 @@ class Variant:
     step_theoretical: np.ndarray
 
 
-@dataclass(frozen=True)
+@record
 class Gaps:
     """Both variants and the speedups between them (NaN where undefined)."""
 
@@ -158,7 +159,7 @@ def machine(m: Matrix) -> Machine:
         sms=np.nan_to_num(m.column("sms", "hardware"), nan=np.inf))
 
 
-@dataclass(frozen=True)
+@record
 class _Layers:
     """Seconds per step at the three layers of evidence."""
 
@@ -167,7 +168,7 @@ class _Layers:
     end_to_end: np.ndarray
 
 
-@dataclass(frozen=True)
+@record
 class Fixed:
     """A step's fixed costs in seconds: its own, per layer of the model (kernel launches), and a request's,
     paid by a prefill step."""
@@ -262,7 +263,7 @@ def _either(on: np.ndarray, new: Variant, base: Variant) -> Variant:
                    pick(new.step_theoretical, base.step_theoretical))
 
 
-@dataclass(frozen=True)
+@record
 class _Speculation:
     """Speculative decoding's time per output token: (draft passes · t_draft + t_verify) / expected tokens."""
 

@@ -4,18 +4,18 @@ the same cells by the same cost model, the fastest of its candidates (and the ba
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..inputs.claim import Claim
 from ..inputs.registry import incumbent_classes
 from ..inputs.specs import Model
+from ..records import record
 from . import evidence
 from .matrix import Matrix
 
 
-@dataclass(frozen=True)
+@record
 class IncumbentPrice:
     """GPU-seconds per request with what engines already ship, per cell (the baseline's where that is faster)."""
 

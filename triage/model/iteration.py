@@ -16,10 +16,11 @@ also saturate, at the table's size, which only a step of more tokens than the vo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
+from ..records import record
 from .roofline import GROUPS, Machine, StepInputs, comm_time, experts_touched_fraction, group_times, step_cost
 
 LINEAR = GROUPS.index("linear")
@@ -32,7 +33,7 @@ _STATS = np.array([[1, 1, 1, _C0, 0], [1, 2, 2, 2 * _C0, 0], [1, 1, 1, _C0 + _DC
                    [1, 1, 1, 0, 1], [1, 2, 1, 0, 3]], dtype=float)          # columns: 1, T, R, D, P
 
 
-@dataclass(frozen=True)
+@record
 class IterationCost:
     """Seconds of one iteration as Σ_g max(compute_g, memory_g) + all-reduces + fixed, each side affine in
     the iteration's statistics; ``kv_bytes_per_token`` and ``free_bytes`` are the memory a sequence's KV takes

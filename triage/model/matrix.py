@@ -7,7 +7,6 @@ with numpy, so a million-cell grid costs no Python loop per cell.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
 from typing import Any
@@ -17,9 +16,10 @@ import numpy as np
 from ..defaults import LONG_CONTEXT_TOKENS
 from ..inputs.specs import Hardware, Model, bytes_per_element
 from ..inputs.workloads import Block, Settings, Workloads
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     """All cells as numpy columns (SI base units) plus the specs and settings they index."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,10 +22,11 @@ from ..defaults import DRAFT_PASSES, OUTLIER_BITS, ROTATIONS_PER_LAYER, SCALE_BI
 from ..inputs.claim import Change, Spec
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
+from ..records import record
 from .roofline import StepInputs, attended_tokens, by_phase
 
 
-@dataclass(frozen=True)
+@record
 class Context:
     """What a mechanism may look up: the whole change, another model's inputs on the same cells, a dtype's
     peak ratio, and a per-model figure of the cells' own models."""
@@ -225,7 +226,7 @@ def speculative(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     return replace(x, query_tokens=np.asarray(float(speculative_plan(spec).verify_tokens)))
 
 
-@dataclass(frozen=True)
+@record
 class SpeculativePlan:
     """Per step: ``draft_passes`` draft forwards, one verification of ``verify_tokens`` tokens per
     sequence, ``expected_tokens`` accepted (the bonus token included)."""
@@ -291,7 +292,7 @@ def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
     return replace(x, dequant_kv_ops=np.asarray(float(kv)), dequant_weight_ops=np.asarray(float(weights)))
 
 
-@dataclass(frozen=True)
+@record
 class Mechanism:
     """A change key: its data (groups, reverts, composition) and its function."""
 

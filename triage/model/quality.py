@@ -3,17 +3,16 @@ and whether the figures were measured on a model far larger than the cell's."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE
 from ..inputs.claim import Claim, QualityFigure
+from ..records import record
 
 PASS, BAND, FAIL, UNREPORTED = 0, 1, 2, 3
 
 
-@dataclass(frozen=True)
+@record
 class QualityStanding:
     """Per cell: PASS, BAND (CONDITIONAL), FAIL (NO-GO) or UNREPORTED; the figure that decided, if any; and the
     cells whose model is far smaller than the one the figures were measured on."""

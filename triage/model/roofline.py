@@ -21,10 +21,12 @@ a lower bound. Vector ops are work on the non-tensor units: dequantization.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Any
 
 import numpy as np
+
+from ..records import record
 
 GROUPS = ("linear", "attention", "lm_head", "other")
 PerGroup = Mapping[str, Any]        # a value for each of GROUPS: a float, or a column over the cells
@@ -32,7 +34,7 @@ LOGIT_BYTES = 4.0  # logits are written in fp32
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallelism: after attention and after the MLP (Shoeybi et al. 2019)
 
 
-@dataclass(frozen=True)
+@record
 class StepInputs:
     """One variant (baseline or claim) of every cell.
 
@@ -100,7 +102,7 @@ class StepInputs:
         return StepInputs(**{f.name: at(getattr(self, f.name), idx) for f in fields(self)})
 
 
-@dataclass(frozen=True)
+@record
 class Machine:
     """The hardware side of every cell: dense peak, vector peak, HBM bandwidth, link, SMs."""
 
@@ -142,7 +144,7 @@ def _none(a: Any) -> bool:
     return np.ndim(a) == 0 and float(a) == 0.0
 
 
-@dataclass(frozen=True)
+@record
 class StepCost:
     """FLOPs, vector ops and HBM bytes of one step on one GPU, per operator group (one entry per cell).
 
@@ -333,7 +335,7 @@ def decode_occupancy(x: StepInputs, sms: Any) -> np.ndarray:
     return np.broadcast_to(np.where(unsplit, busy, 1.0), x.batch.shape)
 
 
-@dataclass(frozen=True)
+@record
 class Memory:
     """HBM footprint per GPU as fixed + batch × per_sequence (bytes)."""
 

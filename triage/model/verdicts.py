@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from ..inputs.registry import (
     outside_the_step,
     touched_groups,
 )
+from ..records import record
 from . import quality
 from .evidence import Gaps
 from .matrix import Matrix
@@ -34,7 +35,7 @@ def _none() -> np.ndarray:
     return np.zeros(0, dtype=bool)
 
 
-@dataclass(frozen=True)
+@record
 class Verdicts:
     """Per-cell verdict codes and the boolean facts they were decided from."""
 
@@ -74,7 +75,7 @@ class Verdicts:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Conflict:
     """What keeps a method from running in a workload's stack (report/reasons.py words it): it ``needs`` what the
     stack's attention never writes (``feature``: attention_scores), or cannot run ``beside`` a feature it uses."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import accumulate, chain, pairwise
 from typing import Any
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
+from ..records import record
 
 _XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 
@@ -37,7 +38,7 @@ def cut(text: str) -> str:
     return text if len(text) <= LIMITS.name_chars else text[:LIMITS.name_chars - 1] + "…"
 
 
-@dataclass(frozen=True)
+@record
 class Style:
     """One style for every figure: sizes, fonts, and colours that stay apart in greyscale and for colour-blind
     readers (Okabe & Ito 2008 for lines; viridis, Smith & van der Walt 2015, for values)."""
@@ -75,7 +76,7 @@ def viridis(t: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-@dataclass(frozen=True)
+@record
 class Box:
     """A text's measured extent in canvas pixels."""
 
@@ -88,7 +89,7 @@ class Box:
         return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
 
 
-@dataclass(frozen=True)
+@record
 class Key:
     """One legend entry: its text and a swatch drawn the way the figure draws what it names (the same stroke,
     dashes and marker), so that a reader matches entry and picture by sight."""
@@ -475,7 +476,7 @@ SCALE = "gain-scale"       # the colour bar's gradient
 MOST_PANELS = 6            # heatmap panels (chips) in one figure: past it the canvas would be taller than a screen
 
 
-@dataclass(frozen=True)
+@record
 class Panel:
     """One chip's bound over context × batch (rows: batches, bottom up; columns: contexts)."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from ..inputs.claim import Claim
 from ..inputs.workloads import Settings, Workloads
 from ..model.evidence import Gaps
 from ..model.matrix import Matrix
+from ..records import record
 from . import cells as cells_mod
 from . import notices, papercheck, plan
 from .directions import DIRECTIONS
@@ -49,7 +49,7 @@ def measured_json(m: Measured | None) -> dict[str, Any]:
                       "quality_ratio": c.quality_ratio},
          "lost_in": _LOST_IN[c.lost_in] if c.lost_in is not None else None} for c in m.workloads]}
 
-@dataclass(frozen=True)
+@record
 class Result:
     """One evaluation and the documents made from it: ``to_dict`` (the JSON), ``to_frame`` (one row per cell)."""
 

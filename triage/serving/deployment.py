@@ -4,7 +4,7 @@ traffic at every rate: the largest rate at the SLO of each (per GPU) and the gai
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,7 @@ import numpy as np
 from ..defaults import SERVING_MEMO_RUNS
 from ..inputs.traffic import Scheduler, Traffic
 from ..model.iteration import IterationCost
+from ..records import record
 from .budget import Budget
 from .metrics import RateStats, statistics
 from .policies import simulate
@@ -19,7 +20,7 @@ from .requests import requests
 from .search import max_rate
 
 
-@dataclass(frozen=True)
+@record
 class SideResult:
     """One side's simulation: every rate, the largest at the SLO, the deployment, and the GPU-seconds a request
     costs at the rate the gain reads."""
@@ -33,7 +34,7 @@ class SideResult:
     gpu_seconds_per_request: float
 
 
-@dataclass(frozen=True)
+@record
 class Served:
     """Baseline and claim of one workload × model × chip, and the gain the verdict reads: the ratio of the
     largest rates at the SLO per GPU (``basis`` max_rate_at_slo), else of the goodput at the highest rate."""
@@ -48,7 +49,7 @@ _MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
 _MEMO_LOCK = threading.Lock()        # process-wide: evaluations a program runs on its own threads share it
 
 
-@dataclass(frozen=True)
+@record
 class Side:
     """One variant's engine: its iteration model (a decode pool's too, when disaggregated) and scheduler."""
 

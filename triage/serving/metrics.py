@@ -8,19 +8,18 @@ arrival), so above capacity it stops at what the engine completes while the queu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..defaults import SERVING_MIN_MEASURED
 from ..inputs.traffic import Traffic
+from ..records import record
 from .outcome import Outcome
 from .requests import Requests
 
 STABLE = 0.9                  # completions per arrival, at least, for a rate to count as served
 
 
-@dataclass(frozen=True)
+@record
 class Percentiles:
     """P50, P90, P99 and mean of one latency, in seconds (NaN where no request gave one)."""
 
@@ -34,7 +33,7 @@ class Percentiles:
         return float(getattr(self, which))
 
 
-@dataclass(frozen=True)
+@record
 class LittlesLaw:
     """The check on a rate's statistics: time-average requests in the system against arrival rate × mean time."""
 
@@ -42,7 +41,7 @@ class LittlesLaw:
     rate_times_latency: float
 
 
-@dataclass(frozen=True)
+@record
 class RateStats:
     """One rate's latency percentiles, throughput, goodput and whether it meets the SLO (field order: the JSON's)."""
 

@@ -4,14 +4,13 @@ the same lengths at every rate (one seed)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..inputs.traffic import Lengths, Traffic
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class Requests:
     """Arrival times (s, ascending), prompt and output lengths (tokens) of a request stream, and how much of
     each prompt is a prefix other requests share (tokens; None: none)."""

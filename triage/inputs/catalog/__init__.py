@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 from ...errors import Problem, UserError
 from ...io.resources import catalog_file
 from ...io.yamlio import Document, load_file
+from ...records import record
 from .. import units
 from ..specs import Hardware, Model
 from ..validation import validate
@@ -149,7 +150,7 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
 FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead")    # per step, per layer of a step, per request
 
 
-@dataclass(frozen=True)
+@record
 class FittedRange:
     """The regime a per-chip entry's rows span: a cell outside it takes the profile's default values."""
 
@@ -174,7 +175,7 @@ class FittedRange:
                 & (context >= self.context[0]) & (context <= self.context[1]))
 
 
-@dataclass(frozen=True)
+@record
 class Engine:
     """An engine profile: achieved efficiencies and per-step overhead, by default and per chip."""
 
@@ -235,7 +236,7 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
                   {hw: fitted(v) for hw, v in chips.items() if "range" in v})
 
 
-@dataclass(frozen=True)
+@record
 class Catalog:
     """Named hardware, models and engine profiles."""
 

@@ -1,0 +1,84 @@
+"""`record`: the frozen dataclass every layer hands to the next, with its equality, hash and repr written once.
+
+A `@dataclass(frozen=True)` compiles six methods per class at import (Python 3.11 execs each generated method's
+source); triage defines about seventy such types, and compiling them was a fifth of `triage run`'s start-up.
+A record compiles only its ``__init__`` (it depends on the fields' order and defaults) and shares the rest, with
+the generated ones' meaning: equal when of the same class with equal compared fields; the hash of those fields;
+``Name(field=value, …)``; and frozen — a field is set once, by ``__init__``, and never again, nor deleted
+(docs/performance.md, start-up).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:                                    # Python 3.10: the marker is for type checkers only
+    def dataclass_transform(**_: Any) -> Any:
+        return lambda f: f
+
+T = TypeVar("T", bound=type)
+_COMPARED: dict[type, tuple[str, ...]] = {}
+_SHOWN: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type, table: dict[type, tuple[str, ...]], flag: str) -> tuple[str, ...]:
+    names = table.get(cls)
+    if names is None:
+        names = table[cls] = tuple(f.name for f in dataclasses.fields(cls) if getattr(f, flag))
+    return names
+
+
+def _values(self: Any) -> tuple[Any, ...]:
+    return tuple(getattr(self, name) for name in _names(type(self), _COMPARED, "compare"))
+
+
+def _eq(self: Any, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return self is other or _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+def _setattr(self: Any, name: str, value: Any) -> None:
+    """Frozen after ``__init__``: it sets each field once (a field ``__post_init__`` computes is set with
+    ``object.__setattr__``, as in a frozen dataclass)."""
+    if name in self.__dict__ or name not in _names(type(self), _FIELDS, "name"):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _delattr(self: Any, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self), _SHOWN, "repr"))
+    return f"{type(self).__qualname__}({shown})"
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def record(cls: T) -> T:
+    """A frozen dataclass whose ``__eq__``, ``__hash__`` and ``__repr__`` are the shared ones above; a method
+    the class writes itself is kept, as a dataclass keeps it."""
+    made: Any = dataclasses.dataclass(eq=False, repr=False)(cls)
+    own = cls.__dict__
+    if "__setattr__" in own or "__delattr__" in own:
+        raise TypeError(f"a record is frozen: {cls.__name__} cannot define __setattr__ or __delattr__")
+    made.__setattr__, made.__delattr__ = _setattr, _delattr
+    if "__eq__" not in own:
+        made.__eq__ = _eq
+    if own.get("__hash__") is None:                  # none written, or None because the class wrote __eq__
+        made.__hash__ = _hash
+    if "__repr__" not in own:
+        made.__repr__ = _repr
+    return made
