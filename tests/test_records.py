@@ -87,3 +87,37 @@ def test_a_field_computed_after_init_is_set_as_a_frozen_dataclass_sets_it():
     assert t.total == 3.0 and t == Total((1.0, 2.0))
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.total = 4.0
+
+
+def test_what_a_frozen_dataclass_allows_or_refuses_a_record_does_too():
+    class Plain(Rec):                        # a plain subclass sets attributes of its own, fields never
+        pass
+
+    class PlainRef(Ref):
+        pass
+
+    for cls in (Plain, PlainRef):
+        p = cls(1.0)
+        p.note = "mine"
+        assert p.note == "mine"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            p.x = 2.0
+
+    @record
+    class Unhashable:
+        x: int
+        __hash__ = None                      # written: kept, as a dataclass keeps it
+
+    with pytest.raises(TypeError):
+        hash(Unhashable(1))
+    with pytest.raises(TypeError, match="init=False field takes no plain default"):
+        @record
+        class Late:
+            x: int
+            y: int = field(default=0, init=False)
+
+    loop = Rec(1.0, cache=[])
+    loop.cache.append(loop)
+    ref = Ref(1.0, cache=[])
+    ref.cache.append(ref)
+    assert repr(Rec(1.0, tags=(loop,))).replace("Point", "") == repr(Ref(1.0, tags=(ref,))).replace("Point", "")

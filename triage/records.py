@@ -5,12 +5,16 @@ source); triage defines about seventy such types, and compiling them was a fifth
 A record compiles only its ``__init__`` (it depends on the fields' order and defaults) and shares the rest, with
 the generated ones' meaning: equal when of the same class with equal compared fields; the hash of those fields;
 ``Name(field=value, …)``; and frozen — a field is set once, by ``__init__``, and never again, nor deleted
-(docs/performance.md, start-up).
+(docs/performance.md, start-up). Two differences, both refused or harmless here: a field with ``init=False``
+must have no plain default (``__init__`` would never set it, so it could be set once later: `record` refuses
+it), and a record's subclass is a record (``@dataclass(frozen=True)`` refuses to extend one: its params say
+not frozen).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +30,7 @@ T = TypeVar("T", bound=type)
 _COMPARED: dict[type, tuple[str, ...]] = {}
 _SHOWN: dict[type, tuple[str, ...]] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_RECORDS: set[type] = set()
 
 
 def _names(cls: type, table: dict[type, tuple[str, ...]], flag: str) -> tuple[str, ...]:
@@ -51,16 +56,21 @@ def _hash(self: Any) -> int:
 
 def _setattr(self: Any, name: str, value: Any) -> None:
     """Frozen after ``__init__``: it sets each field once (a field ``__post_init__`` computes is set with
-    ``object.__setattr__``, as in a frozen dataclass)."""
-    if name in self.__dict__ or name not in _names(type(self), _FIELDS, "name"):
+    ``object.__setattr__``, as in a frozen dataclass); a plain subclass may set attributes of its own, as a
+    frozen dataclass's may."""
+    field = name in _names(type(self), _FIELDS, "name")
+    if field and name in self.__dict__ or not field and type(self) in _RECORDS:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
     object.__setattr__(self, name, value)
 
 
 def _delattr(self: Any, name: str) -> None:
-    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    if type(self) in _RECORDS or name in _names(type(self), _FIELDS, "name"):
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
 
 
+@reprlib.recursive_repr()
 def _repr(self: Any) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self), _SHOWN, "repr"))
     return f"{type(self).__qualname__}({shown})"
@@ -74,11 +84,19 @@ def record(cls: T) -> T:
     own = cls.__dict__
     if "__setattr__" in own or "__delattr__" in own:
         raise TypeError(f"a record is frozen: {cls.__name__} cannot define __setattr__ or __delattr__")
+    late = [f.name for f in dataclasses.fields(made) if not f.init and f.default is not dataclasses.MISSING]
+    if late:
+        raise TypeError(f"{cls.__name__}.{late[0]}: a record's init=False field takes no plain default "
+                        "(__init__ would not set it, so it could be set once later); compute it in __post_init__")
+    # as a dataclass: a method the class writes is kept (a __hash__ of None only where it wrote no __eq__)
+    eq, hashed, shown = "__eq__" in own, "__hash__" in own and (own["__hash__"] is not None or "__eq__" not in own), \
+        "__repr__" in own
+    _RECORDS.add(made)
     made.__setattr__, made.__delattr__ = _setattr, _delattr
-    if "__eq__" not in own:
+    if not eq:
         made.__eq__ = _eq
-    if own.get("__hash__") is None:                  # none written, or None because the class wrote __eq__
+    if not hashed:
         made.__hash__ = _hash
-    if "__repr__" not in own:
+    if not shown:
         made.__repr__ = _repr
     return made

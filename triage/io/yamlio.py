@@ -110,15 +110,20 @@ _TrustedLoader = _loader_class(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 @dataclass
 class Document:
-    """Parsed data plus the line:col of every value and key, by JSON path."""
+    """Parsed data plus the line:col of every value and key, by JSON path (a trusted file's are read from its
+    parse tree when first asked for: only a message needs them)."""
 
     file: str
     data: Any
     values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    node: yaml.Node | None = field(default=None, repr=False, compare=False)
 
     def where(self, path: Path_, key: bool = False) -> tuple[int, int]:
         """Line and column of ``path`` (its key when ``key``), else of its nearest ancestor."""
+        if self.node is not None:
+            node, self.node = self.node, None
+            _positions(node, (), self)
         table = self.keys if key and path in self.keys else self.values
         while path and path not in table:
             path = path[:-1]
@@ -227,8 +232,8 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
     """Parse YAML text into a Document, or raise UserError with every position known.
 
     ``trusted`` (shipped package data) parses with libyaml and skips the walks that guard against hostile text
-    (alias bombs, non-text keys, absurd numbers) and record positions for messages: the package's own files,
-    held to those rules by tests/io/test_yamlio.py, not at every start-up.
+    (alias bombs, non-text keys, absurd numbers): the package's own files, held to those rules by
+    tests/io/test_yamlio.py, not at every start-up; their positions are read only if a message asks for one.
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise UserError([Problem(file, path="", message=f"text is over the {MAX_BYTES // 1024} KiB limit")])
@@ -239,7 +244,7 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
         if node is None:
             raise UserError([Problem(file, path="", message="file is empty, expected a YAML mapping")])
         if trusted:
-            return Document(file, loader.construct_document(node))
+            return Document(file, loader.construct_document(node), node=node)
         try:
             size = _expanded_size(node, {})
         except _TooDeep as deep:
