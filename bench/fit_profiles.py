@@ -58,7 +58,7 @@ def _half(rows: list[calibrate.Row]) -> str:
 
 WORKLOADS = ROOT / "triage" / "inputs" / "catalog" / "workloads.yaml"
 # the lines of workloads.yaml's defaults this script owns, from the comment above them to the last fixed cost
-OWNED = re.compile(r"  # Achieved fraction of peak.*?\n  layer_overhead: [^\n]*\n", re.S)
+OWNED = re.compile(r"  # Achieved fraction of peak.*?\n  sequence_overhead: [^\n]*\n", re.S)
 
 
 def _defaults_lines(fit: calibrate.Fitted, rows: list[calibrate.Row]) -> str:
@@ -68,13 +68,15 @@ def _defaults_lines(fit: calibrate.Fitted, rows: list[calibrate.Row]) -> str:
     return (f"  # Achieved fraction of peak and fixed costs when no engine is named: the corpus default, one fit\n"
             f"  # over {len(rows)} rows of data/measurements/ from {sources} sources, each source weighing as much as"
             f" another\n"
-            f"  # (bench/fit_profiles.py writes these four lines; bench/fidelity.py: its error on held-out sources).\n"
+            f"  # (bench/fit_profiles.py writes these five lines; bench/fidelity.py: its error on held-out sources).\n"
             f"  efficiency: {{bandwidth: {p['bandwidth']:g}, compute: {p['compute']:g}}}\n"
-            + f"  overhead: {p['overhead_s'] * 1e3:.3g} ms".ljust(28) + "# fixed per-step cost (launches, scheduler)\n"
-            + f"  request_overhead: {p['request_overhead_s'] * 1e3:.3g} ms".ljust(28)
+            + f"  overhead: {p['overhead_s'] * 1e3:.3g} ms".ljust(27) + " # fixed per-step cost (launches, scheduler)\n"
+            + f"  request_overhead: {p['request_overhead_s'] * 1e3:.3g} ms".ljust(27) + " "
             + "# a request's fixed cost, paid with its prefill (TTFT)\n"
-            + f"  layer_overhead: {p['layer_overhead_s'] * 1e3:.3g} ms".ljust(28)
-            + "# a step's fixed cost per layer of the model (kernel launches)\n")
+            + f"  layer_overhead: {p['layer_overhead_s'] * 1e3:.3g} ms".ljust(27) + " "
+            + "# a step's fixed cost per layer of the model (kernel launches)\n"
+            + f"  sequence_overhead: {p['sequence_overhead_s'] * 1e6:.3g} µs".ljust(27) + " "
+            + "# a step's fixed cost per sequence it carries (sampling, detokenizing)\n")
 
 
 def main() -> None:
@@ -87,7 +89,8 @@ def main() -> None:
     print(f"wrote {WORKLOADS} (the corpus default)")
     fits = profiles.fit(group, corpus.params)
     lines = ["# Engine profiles: achieved bandwidth and compute efficiency (shares of the dense peaks) and the fixed",
-             "# costs (per step, per layer of a step, per request), by default and per chip, fitted by",
+             "# costs (per step, per layer of a step, per request, per sequence of a step), by default and per chip,",
+             "# fitted by",
              "# bench/fit_profiles.py from data/measurements/ (the rows bench/fidelity.py can state). Regenerate with",
              "# that script after the corpus changes; review the diff. A workload names one with `engine:`; its own",
              "# efficiency/overhead keys still win.", ""]

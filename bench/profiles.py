@@ -34,7 +34,7 @@ NEEDED = 3                      # rows a fit needs: the two efficiencies and the
 # the assumption the corpus default starts from, pulled toward with calibrate.PULL (weak): decode GEMV and
 # attention kernels at 80-90 % of HBM bandwidth, large prefill GEMMs at 60-75 % of the dense peak, no fixed
 # costs (the shipped defaults before they were fitted; workloads.yaml until 2026-12)
-ANCHOR = {"bandwidth": 0.85, "compute": 0.70, "overhead_s": 0.0, "layer_overhead_s": 0.0, "request_overhead_s": 0.0}
+ANCHOR = {"bandwidth": 0.85, "compute": 0.70, **{k: 0.0 for k in calibrate.LINEAR}}
 # the pull of an engine's fit toward the corpus default and of a chip's toward its engine's: a 10 % departure of
 # an efficiency costs 0.1 x 0.1^2 = 1e-3 of mean squared log error, what a 3.2 % rms error costs, so an
 # engine's rows move it only as far as they agree; bench/fidelity.py prints the held-out error at 0.001, 0.01 and 1

@@ -31,11 +31,11 @@ def cell(result: Any, workload: str, hardware: str | None = None, **match: Any) 
 
 
 def course_matrix(**overrides: Any) -> dict[str, Any]:
-    """The course's setting as a workload dict: course-7b on a 2 TB/s, 1000 TFLOP/s, 80 GiB card."""
+    """The course's setting as a workload dict: course-7b on a 2 TB/s, 1000 TFLOP/s, 80 GiB card, no fixed cost."""
     matrix: dict[str, Any] = {
         "hardware": {"course-gpu": {"memory": "80 GiB", "bandwidth": "2 TB/s", "compute": {"fp16": "1000 TFLOP/s"}}},
         "defaults": {"model": "course-7b", "hardware": "course-gpu", "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                     "overhead": 0, "reserve": 0},
+                     "overhead": 0, "sequence_overhead": 0, "reserve": 0},
         "workloads": [{"name": "A", "phase": "decode", "context": 4096, "batch": 1},
                       {"name": "B", "phase": "decode", "context": 131072, "batch": 1}],
     }

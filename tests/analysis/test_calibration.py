@@ -106,8 +106,8 @@ def test_a_chip_outside_the_catalog_is_defined_with_catalog(tmp_path):
 
 def test_measured_json_reports_the_predicted_end_to_end_time(tmp_path):
     # bug 6: predicted.baseline_s was the implementation time (8.86 ms) where the cell's end-to-end is 11.86 ms
-    w = {"defaults": {"overhead": "3 ms"}, "workloads": [{"name": "chat-4k", "context": 4096, "batch": 1,
-                                                          "hardware": "a100-80gb"}]}
+    w = {"defaults": {"overhead": "3 ms", "sequence_overhead": "0 ms"},
+         "workloads": [{"name": "chat-4k", "context": 4096, "batch": 1, "hardware": "a100-80gb"}]}
     r = triage.evaluate(CLAIMS / "kv2x.yaml", w)
     m = tmp_path / "meas.json"
     m.write_text(json.dumps([{"workload": "chat-4k", "variant": "baseline", "tpot": "12 ms"},

@@ -28,7 +28,7 @@ def test_no_regret_an_exact_kernel_an_engine_ships_is_go_on_a_gain_below_min_gai
     # 2048^2 x 4096 = 1.10e12 (3.8 % of the step); 3.8 % x (1 - 1/1.46) = 1.2 % saved -> 1.012x, below min_gain
     # 1.10 but more than 1.00x: GO, no regret (nothing to reproduce). serve-conv's rate at the SLO moves by at
     # most the simulation's 2 % resolution (0.989x at the old defaults, 1.000x at the corpus default's fixed
-    # costs): no regression either way.
+    # costs, 1.005x with its per-sequence cost): no regression either way.
     d = decide("flashattention-2.yaml")
     assert d["decision"]["verdict"] == "GO" and d["decision"]["rule"].startswith("no regret")
     assert "kernel shipped in an engine" in d["decision"]["rule"]
@@ -37,7 +37,7 @@ def test_no_regret_an_exact_kernel_an_engine_ships_is_go_on_a_gain_below_min_gai
             assert c["verdict"] == "GO" and 1.010 < c["speedup"]["end_to_end"] < 1.015
             assert any("no regret" in r for r in c["reasons"])
         if c["workload"] == "serve-conv":
-            assert 0.98 < c["speedup"]["end_to_end"] <= 1.0
+            assert 0.98 < c["speedup"]["end_to_end"] < 1.02
             assert any("within the serving simulation's resolution" in r or "no gain the model resolves" in r
                        for r in c["reasons"])
 

@@ -24,7 +24,7 @@ def test_run_prints_the_memo(runner):
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("<!-- triage decision memo")
     assert "# Decision memo: 2x KV-cache compression (`kv2x`)" in res.stdout
-    assert "| chat-4k | llama-2-7b | a100-80gb | decode | 4,096 | 1 | 20.0 % | 1.057× | 1.857× |" in res.stdout
+    assert "| chat-4k | llama-2-7b | a100-80gb | decode | 4,096 | 1 | 20.0 % | 1.057× | 1.853× |" in res.stdout
 
 
 def test_json_output_is_exactly_to_dict(runner):

@@ -75,11 +75,13 @@ def test_a_partial_efficiency_keeps_the_profiles_other_value():
     values = load_workloads(w).blocks[0].engine_values("a100-80gb")
     assert values == {"bandwidth": 0.9, "compute": p["compute"], "overhead_s": p["overhead_s"],
                       "request_overhead_s": p.get("request_overhead_s", 0.0),
-                      "layer_overhead_s": p.get("layer_overhead_s", 0.0)}
+                      "layer_overhead_s": p.get("layer_overhead_s", 0.0),
+                      "sequence_overhead_s": p.get("sequence_overhead_s", 0.0)}
 
 
 def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
-    w = {"defaults": {"request_overhead": "12 ms", "overhead": "0 ms", "layer_overhead": "0 ms"},
+    w = {"defaults": {"request_overhead": "12 ms", "overhead": "0 ms", "layer_overhead": "0 ms",
+                      "sequence_overhead": "0 ms"},
          "workloads": [{"name": "p", "phase": "prefill", "context": 128, "batch": 1, "hardware": "a100-80gb"},
                        {"name": "d", "phase": "decode", "context": 128, "batch": 1, "hardware": "a100-80gb"}]}
     cells = triage.evaluate(KV, w).to_dict()["cells"]
@@ -90,19 +92,20 @@ def test_a_requests_fixed_cost_is_paid_once_with_its_prefill():
 
 def test_each_fixed_cost_is_its_own_term_of_the_json_breakdown():
     # by hand: Llama 2 7B has 32 layers: 32 x 0.05 ms = 1.6 ms of launches a step, plus 1 ms a step; a prefill also
-    # pays the request's 5 ms. Kernels plus communication are the implementation layer; the fixed costs make up the
-    # rest of the end-to-end time.
+    # pays the request's 5 ms; a step of 8 sequences pays 8 x 20 µs = 0.16 ms for them (sampling, detokenizing).
+    # Kernels plus communication are the implementation layer; the fixed costs make up the rest of the end-to-end
+    # time.
     w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb", "overhead": "1 ms", "layer_overhead": "0.05 ms",
-                      "request_overhead": "5 ms"},
-         "workloads": [{"name": "d", "phase": "decode", "context": 1024, "batch": 1},
-                       {"name": "p", "phase": "prefill", "context": 1024, "batch": 1}]}
+                      "request_overhead": "5 ms", "sequence_overhead": "20 us"},
+         "workloads": [{"name": "d", "phase": "decode", "context": 1024, "batch": 8},
+                       {"name": "p", "phase": "prefill", "context": 1024, "batch": 8}]}
     decode, prefill = triage.evaluate(KV, w).to_dict()["cells"]
     for c, request in ((decode, 0.0), (prefill, 0.005)):
         terms, t = c["baseline"]["step_terms_s"], c["baseline"]["time_s"]
         assert terms["launch"] == pytest.approx(0.0016) and terms["step"] == pytest.approx(0.001)
-        assert terms["request"] == pytest.approx(request)
+        assert terms["request"] == pytest.approx(request) and terms["sequences"] == pytest.approx(0.00016)
         assert terms["kernels"] + terms["communication"] == pytest.approx(t["implementation"])
-        assert t["end_to_end"] == pytest.approx(t["implementation"] + 0.0026 + request)
+        assert t["end_to_end"] == pytest.approx(t["implementation"] + 0.0026 + 0.00016 + request)
 
 
 TRT = catalog.load().engines["tensorrt-llm"]
@@ -155,13 +158,13 @@ def test_a_chip_ranges_bounds_are_checked(tmp_path, rng, message):
 
 def test_a_papers_setting_is_priced_without_the_shipped_fixed_costs():
     """The paper check prices the paper's setting as a bound: full efficiency and no fixed cost. The shipped
-    defaults now carry the corpus default's step and request costs (1.49 ms, 2.59 ms), which a bound must not
-    inherit: a fixed cost only dilutes a gain, so a bound that paid it would flag honest papers."""
+    defaults now carry the corpus default's step, request and sequence costs (1.54 ms, 2.56 ms, 6.29 µs), which a
+    bound must not inherit: a fixed cost only dilutes a gain, so a bound that paid it would flag honest papers."""
     from triage.inputs import workloads
 
-    assert SHIPPED["overhead_s"] > 0 and SHIPPED["request_overhead_s"] > 0
+    assert SHIPPED["overhead_s"] > 0 and SHIPPED["request_overhead_s"] > 0 and SHIPPED["sequence_overhead_s"] > 0
     w = workloads.paper_setting(catalog.load(), "llama-2-7b", "a100-80gb", "prefill", [1, 8], [2048], {})
     for block in w.blocks:
         v = block.settings.engine_values("a100-80gb")
         assert (v["bandwidth"], v["compute"]) == (1.0, 1.0)
-        assert v["overhead_s"] == v["request_overhead_s"] == v["layer_overhead_s"] == 0.0
+        assert v["overhead_s"] == v["request_overhead_s"] == v["layer_overhead_s"] == v["sequence_overhead_s"] == 0.0

@@ -97,7 +97,8 @@ def test_unreported_quality_of_a_kv_format_only_the_paper_reads_is_no_go():
 def test_slo_missed_is_conditional_and_min_gain_is_a_knob():
     base = {"quality": {"retained": 1.0, "long_context_tested": True}}
     tight = course_matrix(defaults={"model": "course-7b", "hardware": "course-gpu", "slo": {"tpot": "10 ms"},
-                                    "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "reserve": 0, "overhead": 0})
+                                    "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "reserve": 0, "overhead": 0,
+                                    "sequence_overhead": 0})
     c = cell(triage.evaluate(card({"kv_bytes": 0.5}, **base), tight), "B")
     assert c["verdict"] == "CONDITIONAL"
     assert c["reasons"][-1] == "TPOT 24.18 ms (predicted) with the claim misses the 10.00 ms SLO"

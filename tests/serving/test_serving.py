@@ -44,13 +44,19 @@ def test_an_iteration_prices_what_a_step_prices():
     # SM occupancy of 8 x 32 heads on 108 SMs applies) and a prefill of one 2,048-token prompt
     ev = _priced([{"name": "d", "phase": "decode", "context": 4096, "batch": 8},
                   {"name": "p", "phase": "prefill", "context": 2048, "batch": 1}],
-                 overhead="1 ms", layer_overhead="0.01 ms", request_overhead="3 ms")
+                 overhead="1 ms", layer_overhead="0.01 ms", request_overhead="3 ms", sequence_overhead="20 us")
     step = ev.gaps.base.time_end_to_end
     decode, prefill = _cost(ev, 0), _cost(ev, 1)
     assert decode.scalar(8, 8, 8 * 4096, 0, 0) == pytest.approx(step[0], rel=1e-9)
     assert prefill.scalar(2048, 1, 0, 2048 * 2049 / 2, 1) == pytest.approx(step[1], rel=1e-9)
     line, const = decode.decode_line(8, 8 * 4096)
     assert decode.steps(line, const, 3)[0] == pytest.approx(step[0], rel=1e-9)
+    # by hand: the 8 sequences' own cost is 8 x 20 µs = 0.16 ms of each decode iteration; a 64-sequence one pays
+    # 64 x 20 µs = 1.28 ms (the per-iteration CPU work that grows with the batch)
+    free = dataclasses.replace(decode, sequence_s=0.0)
+    assert decode.scalar(8, 8, 8 * 4096, 0, 0) - free.scalar(8, 8, 8 * 4096, 0, 0) == pytest.approx(1.6e-4)
+    assert decode.scalar(64, 64, 64 * 4096, 0, 0) - free.scalar(64, 64, 64 * 4096, 0, 0) == pytest.approx(1.28e-3)
+    assert decode.decode_line(64, 0.0)[1] - free.decode_line(64, 0.0)[1] == pytest.approx(1.28e-3)
 
 
 def test_a_near_empty_system_serves_each_request_at_the_step_times():

@@ -45,8 +45,8 @@ from ..records import record
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
 COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
-# the fixed costs, linear in the time: per step, per layer of a step, per request
-LINEAR = ("overhead_s", "layer_overhead_s", "request_overhead_s")
+# the fixed costs, linear in the time: per step, per layer of a step, per request, per sequence of a step
+LINEAR = tuple(f"{k}_s" for k in catalog_mod.FIXED_COSTS)
 
 
 @cache
@@ -261,9 +261,10 @@ def roofline(rows: list[Row], be: Any, ce: Any, comm: bool = True, aligned: bool
 
 def features(rows: list[Row]) -> np.ndarray:
     """Rows × LINEAR: the seconds each fixed cost adds to a row per second of it (steps, steps × layers,
-    requests)."""
+    requests, steps × sequences)."""
     steps = np.array([r.counts.sum() for r in rows])
-    return np.stack([steps, steps * np.array([r.layers for r in rows]), np.array([r.requests for r in rows])], 1)
+    return np.stack([steps, steps * np.array([r.layers for r in rows]), np.array([r.requests for r in rows]),
+                     steps * np.array([float(r.spec["batch"]) for r in rows])], 1)
 
 
 def predict(rows: list[Row], params: dict[str, float], comm: bool = True) -> np.ndarray:
@@ -278,14 +279,15 @@ def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
 
 def free_costs(group: list[Row]) -> tuple[int, ...]:
     """The fixed costs the rows can tell apart (indices into LINEAR), in order: the per-step overhead; the
-    per-request cost with two or more rows that pay it; the per-layer cost with two or more layer counts —
-    each only where it adds a direction the others lack (prefill-only rows cannot tell a request from a step)."""
+    per-layer cost with two or more layer counts; the per-request cost with two or more rows that pay it; the
+    per-sequence cost with two or more batch sizes — each only where it adds a direction the others lack
+    (prefill-only rows cannot tell a request from a step)."""
     f = features(group) / np.array([r.measured_s for r in group])[:, None]
     paying = (f > 0).sum(axis=0)
-    layer_counts = len({r.layers for r in group})
+    kinds = (0, len({r.layers for r in group}), paying[2], len({r.spec["batch"] for r in group}))
     free: list[int] = []
     for k in range(len(LINEAR)):
-        if k == 1 and layer_counts < 2 or k == 2 and paying[2] < 2:
+        if k and kinds[k] < 2:
             continue
         if np.linalg.matrix_rank(f[:, [*free, k]], tol=1e-9 * float(np.abs(f).max())) == len(free) + 1:
             free.append(k)

@@ -40,6 +40,7 @@ def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") 
     return iteration_cost(x.take(np.array([i])), evidence.machine(m).take(np.array([i])),
                           {k: at(v) for k, v in ceff.items()}, {k: at(v) for k, v in beff.items()},
                           at(e["overhead_s"]), at(e["layer_overhead_s"]), at(e["request_overhead_s"]),
+                          at(e["sequence_overhead_s"]),
                           at(m.column("memory_bytes", "hardware")), at(m.column("reserve_bytes")))
 
 

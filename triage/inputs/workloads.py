@@ -25,7 +25,7 @@ from .hfconfig import load_model
 from .specs import Model, is_config_path
 from .validation import did_you_mean, validate
 
-_QUANTITY_KINDS = {"overhead": "time", "request_overhead": "time", "layer_overhead": "time", "reserve": "bytes"}
+_QUANTITY_KINDS = {**{k: "time" for k in catalog_mod.FIXED_COSTS}, "reserve": "bytes"}
 
 
 @record
@@ -45,6 +45,7 @@ class Settings:
     overhead_s: float
     request_overhead_s: float         # a request's fixed cost (scheduling, sampling setup), paid once, at its prefill
     layer_overhead_s: float           # a step's fixed cost per layer (kernel launches)
+    sequence_overhead_s: float        # a step's fixed cost per sequence it carries (sampling, detokenizing, scheduling)
     slo_tpot_s: float | None
     slo_ttft_s: float | None
     quality_gate: float
@@ -64,8 +65,7 @@ class Settings:
         them, else its engine profile's for that chip (its default where ``fitted`` is False: a cell outside the
         chip entry's range), else the shipped defaults."""
         own = {"bandwidth": self.bandwidth_efficiency, "compute": self.compute_efficiency,
-               "overhead_s": self.overhead_s, "request_overhead_s": self.request_overhead_s,
-               "layer_overhead_s": self.layer_overhead_s}
+               **{f"{k}_s": getattr(self, f"{k}_s") for k in catalog_mod.FIXED_COSTS}}
         if self.engine is None:
             return own
         profile = self.engine.values(hardware, fitted)
@@ -178,7 +178,7 @@ def _explicit(layer: dict[str, Any], user_defaults: dict[str, Any], override: di
     out = set()
     for source in layers:
         out |= {k for k in ("bandwidth", "compute") if k in source.get("efficiency", {})}
-        out |= {f"{k}_s" for k in ("overhead", "request_overhead", "layer_overhead") if k in source}
+        out |= {f"{k}_s" for k in catalog_mod.FIXED_COSTS if k in source}
     return frozenset(out)
 
 
@@ -202,6 +202,7 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         overhead_s=merged["overhead"],
         request_overhead_s=merged["request_overhead"],
         layer_overhead_s=merged["layer_overhead"],
+        sequence_overhead_s=merged["sequence_overhead"],
         slo_tpot_s=slo.get("tpot"),
         slo_ttft_s=slo.get("ttft"),
         quality_gate=merged["quality_gate"],
@@ -456,7 +457,7 @@ def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase
     """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound: full
     efficiency, no fixed cost, no reserve; the setting's PAPER_KEYS over the shipped defaults."""
     defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                "overhead": 0, "request_overhead": 0, "layer_overhead": 0, "reserve": 0,
+                **{k: 0 for k in catalog_mod.FIXED_COSTS}, "reserve": 0,
                 **{k: stated[k] for k in PAPER_KEYS if k in stated}}
     cells = [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
              for i, (b, c) in enumerate(itertools.product(batches, contexts))]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..defaults import CAPACITY_TP
+from ..inputs.catalog import FIXED_COSTS
 from ..inputs.claim import Claim
 from ..inputs.registry import carried, group_phases, switchable
 from ..inputs.specs import Model
@@ -170,21 +171,24 @@ class _Layers:
 
 @record
 class Fixed:
-    """A step's fixed costs in seconds: its own, per layer of the model (kernel launches), and a request's,
-    paid by a prefill step."""
+    """A step's fixed costs in seconds: its own, per layer of the model (kernel launches), a request's, paid by
+    a prefill step, and per sequence the step carries (the engine's CPU work for each: sampling, detokenizing,
+    scheduling)."""
 
     step: np.ndarray
     per_layer: np.ndarray
     request: np.ndarray
+    per_sequence: np.ndarray
 
     def terms(self, x: StepInputs) -> dict[str, np.ndarray]:
-        return {"step": self.step, "launch": self.per_layer * x.layers, "request": self.request}
+        return {"step": self.step, "launch": self.per_layer * x.layers, "request": self.request,
+                "sequences": self.per_sequence * x.batch}
 
     def of(self, x: StepInputs) -> np.ndarray:
         return np.asarray(sum(self.terms(x).values()))
 
     def take(self, idx: np.ndarray) -> Fixed:
-        return Fixed(at(self.step, idx), at(self.per_layer, idx), at(self.request, idx))
+        return Fixed(at(self.step, idx), at(self.per_layer, idx), at(self.request, idx), at(self.per_sequence, idx))
 
 
 def _times(x: StepInputs, cost: StepCost, cost_impl: StepCost, x_impl: StepInputs, hw: Machine,
@@ -326,7 +330,7 @@ def engine_columns(m: Matrix, shift: float = 0.0) -> dict[str, np.ndarray]:
            "compute": np.clip(value("compute", 1.0), 0.01, 1.0)}
     # a step's fixed costs: its own, its layers' kernel launches, a request's (scheduling, set-up: paid with its
     # prefill)
-    out.update({k: np.maximum(value(k, -1.0), 0.0) for k in ("overhead_s", "layer_overhead_s", "request_overhead_s")})
+    out.update({f"{k}_s": np.maximum(value(f"{k}_s", -1.0), 0.0) for k in FIXED_COSTS})
     return out
 
 
@@ -410,7 +414,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     capacity = m.column("memory_bytes", "hardware")
     engine = engine_columns(m, shift)
     fixed = Fixed(engine["overhead_s"], engine["layer_overhead_s"],
-                  np.where(m.decode, 0.0, engine["request_overhead_s"]))
+                  np.where(m.decode, 0.0, engine["request_overhead_s"]), engine["sequence_overhead_s"])
     reserve = m.column("reserve_bytes")
     (base_ceff, base_beff), (claim_ceff, claim_beff) = efficiencies(claim, engine["compute"], engine["bandwidth"],
                                                                     m.decode)

@@ -45,6 +45,7 @@ class IterationCost:
     comm: np.ndarray             # 2 coefficients: 1, T
     step_s: float                # fixed per iteration: the step overhead and the layers' launches
     request_s: float             # fixed per new request (its first prefill chunk)
+    sequence_s: float            # fixed per sequence an iteration carries (R): sampling, detokenizing, scheduling
     kv_bytes_per_token: float
     free_bytes: float            # HBM left for KV after weights and reserve
     # a mixture of experts: the seconds of reading (memory) and dequantizing (compute) every routed expert, and
@@ -80,7 +81,7 @@ class IterationCost:
                 m0 += self.expert_memory_s * experts
             scale = 1.0 / occupancy if g == ATTENTION else 1.0
             line.append((c0, c[3] * b, m0 * scale, m[3] * b * scale))
-        return line, self.comm[0] + self.comm[1] * b + self.step_s
+        return line, self.comm[0] + self.comm[1] * b + self.step_s + self.sequence_s * b
 
     @staticmethod
     def steps(line: list[tuple[float, float, float, float]], const: float, k: int) -> np.ndarray:
@@ -104,7 +105,8 @@ class IterationCost:
             if k == ATTENTION and p <= 0:
                 m /= max(min(1.0, r * self.busy_per_decode), 1e-9)
             total += c if c > m else m
-        return total + self.comm[0] + self.comm[1] * t + self.step_s + self.request_s * new_requests
+        return (total + self.comm[0] + self.comm[1] * t + self.step_s + self.sequence_s * r
+                + self.request_s * new_requests)
 
     @property
     def kv_tokens(self) -> float:
@@ -124,7 +126,8 @@ def _probe(x: StepInputs) -> StepInputs:
 
 
 def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dict[str, float], step_s: float,
-                   layer_s: float, request_s: float, capacity: float, reserve: float) -> IterationCost:
+                   layer_s: float, request_s: float, sequence_s: float, capacity: float, reserve: float
+                   ) -> IterationCost:
     """The iteration model of one cell (``x`` and ``hw`` hold that one cell) at its efficiencies per group and
     fixed costs; KV per token inflated by the cell's fragmentation (memory_waste)."""
     probe = _probe(x)
@@ -155,6 +158,6 @@ def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dic
     dequant = routed * float(np.ravel(x.dequant_weight_ops)[0]) / tp
     expert_compute = dequant / first.vector_peak / ceff["linear"] if dequant else 0.0
     share = float(np.ravel(np.divide(x.experts_per_token, np.maximum(x.experts, 1.0)))[0]) if routed else 0.0
-    return IterationCost(compute, memory, busy, comm_coef, step_s + layer_s * layers, request_s,
+    return IterationCost(compute, memory, busy, comm_coef, step_s + layer_s * layers, request_s, sequence_s,
                          per_token / (1.0 - waste), capacity - weights - reserve, float(expert_memory),
                          float(expert_compute), share)

@@ -134,7 +134,7 @@ def as_json(report: Calibration) -> dict[str, Any]:
     return {"source": report.source, "hardware": [_fit_json(h) for h in report.hardware]}
 
 
-PER = ("per step", "per layer of a step", "per request")
+PER = ("per step", "per layer of a step", "per request", "per sequence of a step")
 
 
 def _cost(h: HardwareFit, k: str, per: str) -> str:

@@ -92,7 +92,8 @@ def render(section: str, fmt: str, cat: catalog.Catalog | None = None) -> str:
         def values(v: dict[str, float]) -> str:
             return (f"bandwidth {units.fmt_percent(v['bandwidth'], 0)}, compute {units.fmt_percent(v['compute'], 0)}, "
                     f"overhead {units.fmt_time(v['overhead_s'])} + {units.fmt_time(v.get('layer_overhead_s', 0.0))} a "
-                    f"layer a step, {units.fmt_time(v.get('request_overhead_s', 0.0))} a request")
+                    f"layer a step, {units.fmt_time(v.get('request_overhead_s', 0.0))} a request, "
+                    f"{units.fmt_time(v.get('sequence_overhead_s', 0.0))} a sequence a step")
         return _table(["engine", "default", "per chip", "source"],
                       [[r["name"], values(r["default"]),
                         "; ".join(f"{hw}: {values({**r['default'], **v})}" for hw, v in r["hardware"].items()) or "—",

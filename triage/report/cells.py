@@ -46,7 +46,7 @@ def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray)
         f"{prefix}.tokens_per_s": tokens_per_s,
         f"{prefix}.compute_bound_fraction": at(v.compute_bound_fraction),
         f"{prefix}.time_per_request_s": at(request_s),
-        # one step's end-to-end time by term: kernels, communication, step overhead, launch, request
+        # one step's end-to-end time by term: kernels, communication, step overhead, launch, request, sequences
         **{f"{prefix}.step_terms_s.{k}": at(t) for k, t in v.time_terms.items()},
     }
     return cols

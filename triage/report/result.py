@@ -191,7 +191,8 @@ def _engine_text(m: Matrix, b: int, s: Settings) -> str:
     def values(v: dict[str, float]) -> str:
         return (f"efficiency bandwidth {v['bandwidth']:g}, compute {v['compute']:g}; overhead "
                 f"{units.fmt_time(v['overhead_s'])} per step, {units.fmt_time(v['layer_overhead_s'])} per layer, "
-                f"{units.fmt_time(v['request_overhead_s'])} per request")
+                f"{units.fmt_time(v['request_overhead_s'])} per request, "
+                f"{units.fmt_time(v['sequence_overhead_s'])} per sequence a step carries")
     if s.engine is None:
         return values(s.engine_values(""))
     chip_at = {hw.key: h for h, hw in enumerate(m.hardware)}           # the matrix holds every chip it names

@@ -80,7 +80,7 @@ class Side:
     def _fingerprint(self) -> tuple[Any, ...]:
         c = self.cost
         return (c.compute.tobytes(), c.memory.tobytes(), c.comm.tobytes(), c.busy_per_decode, c.step_s, c.request_s,
-                c.kv_bytes_per_token, c.free_bytes, self.scheduler, self.window, self.tp)
+                c.sequence_s, c.kv_bytes_per_token, c.free_bytes, self.scheduler, self.window, self.tp)
 
     def gpus(self) -> int:
         """GPUs the deployment holds: its instances times each one's tensor-parallel group."""

@@ -147,7 +147,9 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
     )
 
 
-FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead")    # per step, per layer of a step, per request
+# a step's fixed costs, as workload and engine-profile keys: per step, per layer of a step, per request (paid
+# with its prefill), per sequence a step carries
+FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead", "sequence_overhead")
 
 
 @record
@@ -180,7 +182,7 @@ class Engine:
     """An engine profile: achieved efficiencies and per-step overhead, by default and per chip."""
 
     key: str
-    default: dict[str, float]                 # bandwidth, compute, overhead_s, layer_overhead_s, request_overhead_s
+    default: dict[str, float]                 # bandwidth, compute and each of FIXED_COSTS in seconds (key_s)
     hardware: dict[str, dict[str, float]]
     description: str = ""
     source: str = ""
