@@ -293,6 +293,34 @@ def held_out(group: list[calibrate.Row], pull: float = profiles.PROFILE_PULL
     return out, efficiencies
 
 
+def _median_abs(errs: list[float]) -> float:
+    return statistics.median(abs(e) for e in errs)
+
+
+def chosen_pull(group: list[calibrate.Row]) -> float:
+    """The pull among profiles.PULLS whose engine profiles predict ``group``'s sources best, each held out."""
+    return min(profiles.PULLS, key=lambda p: _median_abs(held_out(group, p)[0]["profiles"]))
+
+
+def nested(group: list[calibrate.Row]) -> tuple[list[float], dict[float, int]]:
+    """The engine profiles' error on every row with the pull itself chosen without the row's source: for each
+    source, the pull the other sources choose (leave one of them out in turn), then the profiles at that pull
+    fitted on them; and how many folds chose each pull."""
+    out = [0.0] * len(group)
+    picks: dict[float, int] = {}
+    for source in sorted({r.spec["source"] for r in group}):
+        train = [r for r in group if r.spec["source"] != source]
+        test = [i for i, r in enumerate(group) if r.spec["source"] == source]
+        pull = chosen_pull(train)
+        picks[pull] = picks.get(pull, 0) + 1
+        default = profiles.corpus_default(train).params
+        fits = profiles.fit(train, default, pull)
+        rows = [group[i] for i in test]
+        for i, e in zip(test, errors_each(rows, lambda r, f=fits, d=default: profiles.chosen(r, f, d)), strict=True):
+            out[i] = e
+    return out, picks
+
+
 def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> list[tuple[float, float]]:
     """LLM-Viewer's relative error on each row, as published and derated to the row's ``efficiencies`` (NaN where
     it cannot state the row: a layer split)."""
@@ -348,11 +376,15 @@ def main() -> None:
     prefill = [i for i, r in enumerate(group) if r.spec["phase"] == "prefill"]
     print(summary("end-to-end, engine profiles: prefill/TTFT rows", [held["profiles"][i] for i in prefill]))
     print(summary("end-to-end, no engine named: prefill/TTFT rows", [held["defaults"][i] for i in prefill]))
-    for pull in (0.001, 0.01, 1.0):
-        other = held_out(group, pull)[0]["profiles"]
-        print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
-              f"{statistics.median(abs(e) for e in other):.1%}, prefill "
-              f"{statistics.median(abs(other[i]) for i in prefill):.1%}")
+    for pull in profiles.PULLS:
+        if pull != profiles.PROFILE_PULL:
+            other = held_out(group, pull)[0]["profiles"]
+            print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
+                  f"{_median_abs(other):.1%}, prefill {_median_abs([other[i] for i in prefill]):.1%}")
+    inner, picks = nested(group)
+    print(summary("engine profiles, the pull chosen in each fold", inner))
+    print(summary("  the same, prefill/TTFT rows", [inner[i] for i in prefill])
+          + "   (pulls chosen: " + ", ".join(f"{p:g} by {n} folds" for p, n in sorted(picks.items())) + ")")
 
     print("\npeers on the same rows (each against triage's held-out layers on exactly the rows it states):")
     compared = peer(group)

@@ -35,10 +35,19 @@ NEEDED = 3                      # rows a fit needs: the two efficiencies and the
 # attention kernels at 80-90 % of HBM bandwidth, large prefill GEMMs at 60-75 % of the dense peak, no fixed
 # costs (the shipped defaults before they were fitted; workloads.yaml until 2026-12)
 ANCHOR = {"bandwidth": 0.85, "compute": 0.70, **{k: 0.0 for k in calibrate.LINEAR}}
-# the pull of an engine's fit toward the corpus default and of a chip's toward its engine's: a 10 % departure of
-# an efficiency costs 0.1 x 0.1^2 = 1e-3 of mean squared log error, what a 3.2 % rms error costs, so an
-# engine's rows move it only as far as they agree; bench/fidelity.py prints the held-out error at 0.001, 0.01 and 1
-PROFILE_PULL = 0.1
+# the pull of an engine's fit toward the corpus default and of a chip's toward its engine's: at 1, a 10 % departure
+# of an efficiency costs 1 x 0.1^2 = 1e-2 of mean squared log error, what a 10 % rms error costs, so an engine's
+# rows move it only as far as they agree. Chosen among PULLS by leave-one-source-out (the median held-out error of
+# the profiles; tests/test_measurement_corpus.py holds the choice to the corpus); bench/fidelity.py prints each
+# and the nested figure, the pull chosen again inside every fold without the source it then predicts
+PULLS = (0.01, 0.1, 1.0, 10.0)
+PROFILE_PULL = 1.0
+# the parameters only rows that pay a prefill identify (a prefill or a whole generation): the compute efficiency
+# and the per-request cost. A profile fits them from such rows of at least PREFILL_SOURCES independent sources
+# and otherwise keeps the level above's: one source's prefills are one setup (Hugging Face Transformers' two
+# sources disagree by 2x on them), which a profile that learns from it carries to every other source
+PREFILL_SOURCES = 2
+PREFILL_PARAMETERS = ("compute", "request_overhead_s")
 
 
 @dataclass
@@ -85,6 +94,13 @@ def corpus_default(rows: list[calibrate.Row]) -> calibrate.Fitted:
     return calibrate.solve(rows, np.array([1.0 / count[r.spec["source"]] for r in rows]), prior=ANCHOR)
 
 
+def held(rows: list[calibrate.Row]) -> tuple[str, ...]:
+    """The parameters a profile keeps from the level above: the prefill's, where fewer than PREFILL_SOURCES
+    sources' rows pay a prefill."""
+    paying = {r.spec["source"] for r in rows if r.spec["phase"] != "decode"}
+    return PREFILL_PARAMETERS if len(paying) < PREFILL_SOURCES else ()
+
+
 def fit(rows: list[calibrate.Row], default: dict[str, float], pull: float = PROFILE_PULL) -> dict[str, Profile]:
     """Each engine with enough rows: its default fit (pulled toward ``default``, the corpus default) and its
     chips' entries (pulled toward the engine's)."""
@@ -98,10 +114,10 @@ def fit(rows: list[calibrate.Row], default: dict[str, float], pull: float = PROF
         chips: dict[str, list[calibrate.Row]] = defaultdict(list)
         for r in mine:
             chips[r.spec["hardware"]].append(r)
-        own = calibrate.solve(mine, prior=default, pull=pull) if len(chips) > 1 else None
+        own = calibrate.solve(mine, prior=default, pull=pull, hold=held(mine)) if len(chips) > 1 else None
         params = own.params if own is not None else dict(default)
-        out[engine] = Profile(params, own, mine, {hw: Chip(calibrate.solve(rs, prior=params, pull=pull), rs,
-                                                           fitted_range(rs))
+        out[engine] = Profile(params, own, mine, {hw: Chip(calibrate.solve(rs, prior=params, pull=pull,
+                                                                           hold=held(rs)), rs, fitted_range(rs))
                                                   for hw, rs in sorted(chips.items()) if len(rs) >= NEEDED})
     return out
 

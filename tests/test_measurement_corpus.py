@@ -100,3 +100,30 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
                round(r.measured_s, 12))
         figures.setdefault(key, set()).add(s["source"])
     assert [k for k, v in figures.items() if len(v) > 1] == []
+
+
+def test_the_profiles_pull_is_the_one_leave_one_source_out_chooses():
+    """bench/profiles.py's PROFILE_PULL is the pull among PULLS whose engine profiles predict held-out sources
+    best on the corpus as it stands: a corpus change that moves the choice fails here (refit, then rerun
+    bench/fit_profiles.py)."""
+    from bench import fidelity, profiles
+
+    rows, _ = fidelity.priced()
+    assert fidelity.chosen_pull(rows) == profiles.PROFILE_PULL
+
+
+def test_a_profiles_prefill_parameters_need_prefills_from_two_sources():
+    """A profile fits the compute efficiency and the request cost (what only a prefill identifies) from rows of at
+    least two sources that pay a prefill; from one source's it keeps the level above's values (bench/profiles.py)."""
+    from bench import fidelity, profiles
+
+    rows, _ = fidelity.priced()
+    optimum = [r for r in rows if r.spec["source"] == "optimum-gptq-benchmark.csv"]
+    trt = [r for r in rows if r.spec["engine"] == "tensorrt-llm"]
+    assert any(r.spec["phase"] != "decode" for r in optimum)
+    assert profiles.held(optimum) == ("compute", "request_overhead_s")
+    assert profiles.held(trt) == ()                 # two TensorRT-LLM sources state TTFTs and whole generations
+    prior = {**profiles.ANCHOR, "compute": 0.55, "request_overhead_s": 0.004}
+    one = profiles.calibrate.solve(optimum, prior=prior, pull=1.0, hold=profiles.held(optimum)).params
+    assert one["compute"] == 0.55 and one["request_overhead_s"] == 0.004
+    assert profiles.calibrate.solve(optimum, prior=prior, pull=1e-3).params["compute"] != 0.55   # the rows move it

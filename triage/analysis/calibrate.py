@@ -329,16 +329,18 @@ class Fitted:
 
 
 def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[str, float] | None = None,
-          pull: float = PULL) -> Fitted:
+          pull: float = PULL, hold: tuple[str, ...] = ()) -> Fitted:
     """The grid over the efficiencies, the fixed costs solved at each point (see the module docstring); the fit
     is pulled toward ``prior`` (the shipped defaults unless given) with strength ``pull`` per unit of squared
-    relative departure (the fixed costs' pull in the same proportion to PULL_FIXED)."""
+    relative departure (the fixed costs' pull in the same proportion to PULL_FIXED); the PARAMETERS in ``hold``
+    keep the prior's value."""
     d = {**defaults(), **(prior or {})}
-    be, ce = (a.ravel() for a in np.meshgrid(BANDWIDTH, COMPUTE, indexing="ij"))
+    grids = [np.array([d[k]]) if k in hold else grid for k, grid in (("bandwidth", BANDWIDTH), ("compute", COMPUTE))]
+    be, ce = (a.ravel() for a in np.meshgrid(*grids, indexing="ij"))
     n = len(group)
     m = np.array([r.measured_s for r in group])
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float) * n / float(np.sum(weights))
-    free = list(free_costs(group))
+    free = [k for k in free_costs(group) if LINEAR[k] not in hold]
     prior_costs = np.array([d[k] for k in LINEAR])
     fixed = [k for k in range(len(LINEAR)) if k not in free]
     f = features(group)
