@@ -298,8 +298,10 @@ def _median_abs(errs: list[float]) -> float:
 
 
 def chosen_pull(group: list[calibrate.Row]) -> float:
-    """The pull among profiles.PULLS whose engine profiles predict ``group``'s sources best, each held out."""
-    return min(profiles.PULLS, key=lambda p: _median_abs(held_out(group, p)[0]["profiles"]))
+    """The pull among profiles.PULLS whose engine profiles predict ``group``'s sources best, each held out (the
+    weakest within profiles.PULL_TIE of the best)."""
+    error = {p: _median_abs(held_out(group, p)[0]["profiles"]) for p in profiles.PULLS}
+    return min(p for p in profiles.PULLS if error[p] <= min(error.values()) + profiles.PULL_TIE)
 
 
 def nested(group: list[calibrate.Row]) -> tuple[list[float], dict[float, int]]:

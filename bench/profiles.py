@@ -41,6 +41,8 @@ ANCHOR = {"bandwidth": 0.85, "compute": 0.70, **{k: 0.0 for k in calibrate.LINEA
 # the profiles; tests/test_measurement_corpus.py holds the choice to the corpus); bench/fidelity.py prints each
 # and the nested figure, the pull chosen again inside every fold without the source it then predicts
 PULLS = (0.01, 0.1, 1.0, 10.0)
+PULL_TIE = 0.001              # pulls within 0.1 point of the best are a tie: the weakest of them is chosen (it keeps
+                              # the most of each engine's own rows), so a small corpus change does not flip it
 PROFILE_PULL = 1.0
 # the parameters only rows that pay a prefill identify (a prefill or a whole generation): the compute efficiency
 # and the per-request cost. A profile fits them from such rows of at least PREFILL_SOURCES independent sources

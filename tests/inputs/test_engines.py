@@ -55,6 +55,20 @@ def test_the_workloads_own_efficiency_and_overhead_win_over_the_profile():
     assert cell(own) == cell(plain) != cell(profile)
 
 
+def test_a_profile_that_leaves_a_fixed_cost_out_prices_it_at_zero(tmp_path):
+    """A profile's fixed costs are fitted together: one written before sequence_overhead existed (its per-step
+    overhead holds that work) pays 2 ms a step and nothing per sequence, not the shipped 6.29 µs x 256 = 1.6 ms
+    on top; the catalog view shows what pricing uses."""
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump({"engines": {"old": {
+        "default": {"bandwidth": 0.8, "compute": 0.6, "overhead": "2 ms", "layer_overhead": "0 ms",
+                    "request_overhead": "2 ms"}}}}))
+    w = {"defaults": {"engine": str(tmp_path / "old.yaml")},
+         "workloads": [{"name": "w", "context": 1024, "batch": 256, "hardware": "a100-80gb"}]}
+    terms = triage.evaluate(KV, w, analyse=False).to_dict()["cells"][0]["baseline"]["step_terms_s"]
+    assert SHIPPED["sequence_overhead_s"] > 0
+    assert terms["sequences"] == 0.0 and terms["step"] == pytest.approx(0.002)
+
+
 def test_a_profile_by_path_and_an_unknown_engine(tmp_path):
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"engines": {"mine": {
         "default": {"bandwidth": 0.5, "compute": 0.5, "overhead": "2 ms"}}}}))

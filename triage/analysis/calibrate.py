@@ -277,21 +277,23 @@ def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
 
 
-def free_costs(group: list[Row]) -> tuple[int, ...]:
+def free_costs(group: list[Row], hold: tuple[str, ...] = ()) -> tuple[int, ...]:
     """The fixed costs the rows can tell apart (indices into LINEAR), in order: the per-step overhead; the
     per-layer cost with two or more layer counts; the per-request cost with two or more rows that pay it; the
     per-sequence cost with two or more batch sizes — each only where it adds a direction the others lack
-    (prefill-only rows cannot tell a request from a step)."""
+    (prefill-only rows cannot tell a request from a step); none of ``hold``, whose efficiencies count no more
+    among the parameters the rows must outnumber."""
     f = features(group) / np.array([r.measured_s for r in group])[:, None]
     paying = (f > 0).sum(axis=0)
     kinds = (0, len({r.layers for r in group}), paying[2], len({r.spec["batch"] for r in group}))
     free: list[int] = []
     for k in range(len(LINEAR)):
-        if k and kinds[k] < 2:
+        if k and kinds[k] < 2 or LINEAR[k] in hold:
             continue
         if np.linalg.matrix_rank(f[:, [*free, k]], tol=1e-9 * float(np.abs(f).max())) == len(free) + 1:
             free.append(k)
-    while free and len(group) < 2 + len(free):          # fewer rows than parameters: drop the last cost
+    efficiencies = sum(k not in hold for k in ("bandwidth", "compute"))
+    while free and len(group) < efficiencies + len(free):   # fewer rows than parameters: drop the last cost
         free.pop()
     return tuple(free)
 
@@ -340,7 +342,7 @@ def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[st
     n = len(group)
     m = np.array([r.measured_s for r in group])
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float) * n / float(np.sum(weights))
-    free = [k for k in free_costs(group) if LINEAR[k] not in hold]
+    free = list(free_costs(group, hold))
     prior_costs = np.array([d[k] for k in LINEAR])
     fixed = [k for k in range(len(LINEAR)) if k not in free]
     f = features(group)

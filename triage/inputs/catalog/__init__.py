@@ -232,7 +232,12 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
             if lo_hi and lo_hi[0] > lo_hi[1]:
                 problems.append(doc.problem(path + ("hardware", hw, "range", axis), (
                     f"a range runs from its lowest to its highest value: [{lo_hi[1]:g}, {lo_hi[0]:g}]?")))
-    return Engine(key, values(("default",), entry["default"]),
+    default = values(("default",), entry["default"])
+    if any(f"{k}_s" in default for k in FIXED_COSTS):
+        # a profile's fixed costs are fitted together: one it leaves out is 0, not the workload's (a profile
+        # written before sequence_overhead existed holds that work in its per-step overhead already)
+        default = {**{f"{k}_s": 0.0 for k in FIXED_COSTS}, **default}
+    return Engine(key, default,
                   {hw: values(("hardware", hw), v) for hw, v in chips.items()},
                   entry.get("description", ""), entry.get("source", f"user-supplied in {doc.file}"), doc.file,
                   {hw: fitted(v) for hw, v in chips.items() if "range" in v})
