@@ -109,7 +109,8 @@ def scheduler(rng: random.Random) -> dict:
 def engine_file(rng: random.Random, folder: Path) -> str:
     values = {"bandwidth": pick(rng, [0.3, 0.85, 1.0]), "compute": pick(rng, [0.3, 0.7, 1.0]),
               "overhead": pick(rng, ["0 ms", "5 ms", "1 s"]), "layer_overhead": pick(rng, ["0 ms", "0.2 ms"]),
-              "request_overhead": pick(rng, ["0 ms", "40 ms"])}
+              "request_overhead": pick(rng, ["0 ms", "40 ms"]),
+              "sequence_overhead": pick(rng, ["0 us", "6 us", "2 ms"])}
     profile = {"default": {k: v for k, v in values.items() if rng.random() < 0.8}}
     if rng.random() < 0.5:
         profile["hardware"] = {rng.choice(["a100-80gb", "h100-sxm", "nope"]): dict(values)}
