@@ -31,7 +31,7 @@ import re
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -269,28 +269,43 @@ def regime(r: calibrate.Row) -> str:
     return "batch 1" if b == 1 else "batch 2-16" if b <= 16 else "batch > 16"
 
 
-def held_out(group: list[calibrate.Row], pull: float = profiles.PROFILE_PULL
+def _predicted(train: list[calibrate.Row], rows: list[calibrate.Row], pulls: tuple[float, ...]
+               ) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """``rows``' relative errors from fits on ``train`` alone: 'implementation', 'defaults' (the corpus default),
+    and f'profiles {pull}' for each pull (the engine profiles pulled toward the level above with it); and the
+    implementation's efficiencies. The corpus default is fitted once, whatever the pulls."""
+    default = profiles.corpus_default(train).params
+    own = {k: default[k] for k in ("bandwidth", "compute")}
+    out = {"implementation": errors(rows, own), "defaults": errors(rows, default)}
+    for pull in pulls:
+        fits = profiles.fit(train, default, pull)
+        out[f"profiles {pull:g}"] = errors_each(rows, lambda r, f=fits, d=default: profiles.chosen(r, f, d))
+    return out, own
+
+
+def _folds(group: list[calibrate.Row]) -> Iterator[tuple[list[calibrate.Row], list[int]]]:
+    """Each source in turn: the other sources' rows, and the indices of its own."""
+    for source in sorted({r.spec["source"] for r in group}):
+        yield ([r for r in group if r.spec["source"] != source],
+               [i for i, r in enumerate(group) if r.spec["source"] == source])
+
+
+def held_out(group: list[calibrate.Row], pulls: tuple[float, ...] = (profiles.PROFILE_PULL,)
              ) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
     """Each layer's relative error on every row (in ``group``'s order), every source predicted from a fit on the
-    others: 'implementation', 'defaults' (the corpus default), 'profiles' (the engine profiles, each pulled
-    toward the level above with ``pull``); and each row's implementation efficiencies (its fold's)."""
-    out: dict[str, list[float]] = {k: [0.0] * len(group) for k in ("implementation", "defaults", "profiles")}
+    others (_predicted's layers; 'profiles' is the first pull's); and each row's implementation efficiencies
+    (its fold's)."""
+    out: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(group))
     efficiencies: list[dict[str, float]] = [{}] * len(group)
-    for source in sorted({r.spec["source"] for r in group}):
-        train = [r for r in group if r.spec["source"] != source]
-        test = [i for i, r in enumerate(group) if r.spec["source"] == source]
-        default = profiles.corpus_default(train).params
-        fits = profiles.fit(train, default, pull)
-        own = {k: default[k] for k in ("bandwidth", "compute")}
-        rows = [group[i] for i in test]
-        layers = {"implementation": errors(rows, own), "defaults": errors(rows, default),
-                  "profiles": errors_each(rows, lambda r, f=fits, d=default: profiles.chosen(r, f, d))}
+    for train, test in _folds(group):
+        layers, own = _predicted(train, [group[i] for i in test], pulls)
         for name, errs in layers.items():
             for i, e in zip(test, errs, strict=True):
                 out[name][i] = e
         for i in test:
             efficiencies[i] = own
-    return out, efficiencies
+    out["profiles"] = out[f"profiles {pulls[0]:g}"]
+    return dict(out), efficiencies
 
 
 def _median_abs(errs: list[float]) -> float:
@@ -300,7 +315,8 @@ def _median_abs(errs: list[float]) -> float:
 def chosen_pull(group: list[calibrate.Row]) -> float:
     """The pull among profiles.PULLS whose engine profiles predict ``group``'s sources best, each held out (the
     weakest within profiles.PULL_TIE of the best)."""
-    error = {p: _median_abs(held_out(group, p)[0]["profiles"]) for p in profiles.PULLS}
+    held = held_out(group, profiles.PULLS)[0]
+    error = {p: _median_abs(held[f"profiles {p:g}"]) for p in profiles.PULLS}
     return min(p for p in profiles.PULLS if error[p] <= min(error.values()) + profiles.PULL_TIE)
 
 
@@ -310,15 +326,11 @@ def nested(group: list[calibrate.Row]) -> tuple[list[float], dict[float, int]]:
     fitted on them; and how many folds chose each pull."""
     out = [0.0] * len(group)
     picks: dict[float, int] = {}
-    for source in sorted({r.spec["source"] for r in group}):
-        train = [r for r in group if r.spec["source"] != source]
-        test = [i for i, r in enumerate(group) if r.spec["source"] == source]
+    for train, test in _folds(group):
         pull = chosen_pull(train)
         picks[pull] = picks.get(pull, 0) + 1
-        default = profiles.corpus_default(train).params
-        fits = profiles.fit(train, default, pull)
-        rows = [group[i] for i in test]
-        for i, e in zip(test, errors_each(rows, lambda r, f=fits, d=default: profiles.chosen(r, f, d)), strict=True):
+        errs = _predicted(train, [group[i] for i in test], (pull,))[0][f"profiles {pull:g}"]
+        for i, e in zip(test, errs, strict=True):
             out[i] = e
     return out, picks
 
@@ -370,7 +382,8 @@ def main() -> None:
         print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
               f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
 
-    held, eff = held_out(group)
+    others = tuple(p for p in profiles.PULLS if p != profiles.PROFILE_PULL)
+    held, eff = held_out(group, (profiles.PROFILE_PULL, *others))
     print("\nleave one source out (every source predicted from fits on the others):")
     print(summary("implementation (corpus default efficiencies)", held["implementation"]))
     print(summary("end-to-end, no engine named (corpus default)", held["defaults"]))
@@ -378,11 +391,10 @@ def main() -> None:
     prefill = [i for i, r in enumerate(group) if r.spec["phase"] == "prefill"]
     print(summary("end-to-end, engine profiles: prefill/TTFT rows", [held["profiles"][i] for i in prefill]))
     print(summary("end-to-end, no engine named: prefill/TTFT rows", [held["defaults"][i] for i in prefill]))
-    for pull in profiles.PULLS:
-        if pull != profiles.PROFILE_PULL:
-            other = held_out(group, pull)[0]["profiles"]
-            print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
-                  f"{_median_abs(other):.1%}, prefill {_median_abs([other[i] for i in prefill]):.1%}")
+    for pull in others:
+        other = held[f"profiles {pull:g}"]
+        print(f"    engine profiles pulled {pull:g} instead of {profiles.PROFILE_PULL:g}: median |err| "
+              f"{_median_abs(other):.1%}, prefill {_median_abs([other[i] for i in prefill]):.1%}")
     inner, picks = nested(group)
     print(summary("engine profiles, the pull chosen in each fold", inner))
     print(summary("  the same, prefill/TTFT rows", [inner[i] for i in prefill])
