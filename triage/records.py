@@ -33,10 +33,11 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 _RECORDS: set[type] = set()
 
 
-def _names(cls: type, table: dict[type, tuple[str, ...]], flag: str) -> tuple[str, ...]:
+def _names(cls: type, table: dict[type, tuple[str, ...]], flag: str | None = None) -> tuple[str, ...]:
+    """The class's field names (those whose ``flag`` is set, e.g. 'compare'), computed once per class."""
     names = table.get(cls)
     if names is None:
-        names = table[cls] = tuple(f.name for f in dataclasses.fields(cls) if getattr(f, flag))
+        names = table[cls] = tuple(f.name for f in dataclasses.fields(cls) if flag is None or getattr(f, flag))
     return names
 
 
@@ -58,14 +59,14 @@ def _setattr(self: Any, name: str, value: Any) -> None:
     """Frozen after ``__init__``: it sets each field once (a field ``__post_init__`` computes is set with
     ``object.__setattr__``, as in a frozen dataclass); a plain subclass may set attributes of its own, as a
     frozen dataclass's may."""
-    field = name in _names(type(self), _FIELDS, "name")
+    field = name in _names(type(self), _FIELDS)
     if field and name in self.__dict__ or not field and type(self) in _RECORDS:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
     object.__setattr__(self, name, value)
 
 
 def _delattr(self: Any, name: str) -> None:
-    if type(self) in _RECORDS or name in _names(type(self), _FIELDS, "name"):
+    if type(self) in _RECORDS or name in _names(type(self), _FIELDS):
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
     object.__delattr__(self, name)
 

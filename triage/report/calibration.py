@@ -18,6 +18,7 @@ from ..analysis.calibrate import (
 )
 from ..errors import escape
 from ..inputs import units
+from . import fixed_costs
 
 
 def _ms(seconds: float) -> str:
@@ -134,7 +135,6 @@ def as_json(report: Calibration) -> dict[str, Any]:
     return {"source": report.source, "hardware": [_fit_json(h) for h in report.hardware]}
 
 
-PER = ("per step", "per layer of a step", "per request", "per sequence of a step")
 
 
 def _cost(h: HardwareFit, k: str, per: str) -> str:
@@ -156,7 +156,7 @@ def render_markdown(report: Calibration) -> str:
         loo = h.error_leave_one_out
         d = defaults()
 
-        costs = "; ".join(_cost(h, k, per) for k, per in zip(LINEAR, PER, strict=True))
+        costs = "; ".join(_cost(h, k, per) for k, per in zip(LINEAR, fixed_costs.PER.values(), strict=True))
         lines += [f"## {h.hardware} ({h.rows} measurements)", "",
                   f"{verb}: bandwidth efficiency **{f['bandwidth']:.2f}**{pm['bandwidth']}, compute efficiency "
                   f"**{f['compute']:.2f}**{pm['compute']}; "

@@ -8,6 +8,7 @@ from typing import Any
 from ..defaults import LONG_CONTEXT_TOKENS
 from ..inputs import catalog, units, workloads
 from ..inputs.specs import bytes_per_element
+from . import fixed_costs
 
 
 def hardware_rows(cat: catalog.Catalog) -> list[dict[str, Any]]:
@@ -91,9 +92,7 @@ def render(section: str, fmt: str, cat: catalog.Catalog | None = None) -> str:
     if section == "engines":
         def values(v: dict[str, float]) -> str:
             return (f"bandwidth {units.fmt_percent(v['bandwidth'], 0)}, compute {units.fmt_percent(v['compute'], 0)}, "
-                    f"overhead {units.fmt_time(v['overhead_s'])} + {units.fmt_time(v.get('layer_overhead_s', 0.0))} a "
-                    f"layer a step, {units.fmt_time(v.get('request_overhead_s', 0.0))} a request, "
-                    f"{units.fmt_time(v.get('sequence_overhead_s', 0.0))} a sequence a step")
+                    f"{fixed_costs.phrase(v)}")
         return _table(["engine", "default", "per chip", "source"],
                       [[r["name"], values(r["default"]),
                         "; ".join(f"{hw}: {values({**r['default'], **v})}" for hw, v in r["hardware"].items()) or "—",

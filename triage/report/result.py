@@ -20,7 +20,7 @@ from ..model.evidence import Gaps
 from ..model.matrix import Matrix
 from ..records import record
 from . import cells as cells_mod
-from . import notices, papercheck, plan
+from . import fixed_costs, notices, papercheck, plan
 from .directions import DIRECTIONS
 from .reasons import decision_reasons
 from .rules import rule_words
@@ -189,10 +189,7 @@ def _engine_text(m: Matrix, b: int, s: Settings) -> str:
     """The efficiencies and fixed costs a workload is priced at: its own, or its engine profile's per chip (the
     values its cells used: a chip entry inside the range its rows span, the profile's default outside it)."""
     def values(v: dict[str, float]) -> str:
-        return (f"efficiency bandwidth {v['bandwidth']:g}, compute {v['compute']:g}; overhead "
-                f"{units.fmt_time(v['overhead_s'])} per step, {units.fmt_time(v['layer_overhead_s'])} per layer, "
-                f"{units.fmt_time(v['request_overhead_s'])} per request, "
-                f"{units.fmt_time(v['sequence_overhead_s'])} per sequence a step carries")
+        return f"efficiency bandwidth {v['bandwidth']:g}, compute {v['compute']:g}; {fixed_costs.phrase(v)}"
     if s.engine is None:
         return values(s.engine_values(""))
     chip_at = {hw.key: h for h, hw in enumerate(m.hardware)}           # the matrix holds every chip it names
