@@ -228,7 +228,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
     # a matrix with traffic prices its variants one at a time: the simulations are Python (the GIL, no gain from
     # threads), and which runs the memo still holds, so what the run's token-step budget is charged, must not
     # depend on which thread got there first
-    if served or len(variants) < 2:
+    if served:
         return tuple(row(*args) for args in variants)
     from concurrent.futures import ThreadPoolExecutor  # (and logging) loaded only where threads are used
 
