@@ -22,7 +22,7 @@ from ..model.evidence import Gaps
 from ..model.iteration import IterationCost, iteration_cost
 from ..model.matrix import Matrix
 from ..serving.budget import ITERATION_STEPS, Budget
-from ..serving.deployment import Served, Side, serve
+from ..serving.deployment import Served, Side, serve, staged
 from ..serving.requests import requests
 
 Results = dict[tuple[int, int, int], Served]
@@ -64,7 +64,7 @@ def _check_work(m: Matrix, sides: dict[tuple[int, int, int], tuple[Side, Side]])
         t = m.blocks[b].traffic
         assert t is not None
         try:
-            total += len(t.rates) * sum(work(side, t) for side in pair)
+            total += max(len(t.rates), 1) * sum(work(side, t) for side in pair)
         except ValueError as exc:
             raise UserError([_at(m.blocks[b], str(exc))]) from None
     if total > LIMITS.serving_work:
@@ -109,9 +109,14 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         if wrong:
             raise UserError([Problem(claim.file, path="$.change.scheduler", message=f"on workload {block.name!r}: "
                                                                                     f"{wrong}")])
-        base = Side(cell_cost(m, claim, g, i, "baseline"), traffic_mod.scheduler(block.scheduler), window, tp_b,
-                    budget)
-        new = Side(cell_cost(m, claim, g, i, "claim"), traffic_mod.scheduler(merged), window, tp_c, budget)
+        sched_b, sched_c = traffic_mod.scheduler(block.scheduler), traffic_mod.scheduler(merged)
+        t = block.traffic
+        assert t is not None
+        if t.closed and "disaggregated" in (sched_b.policy, sched_c.policy):
+            raise UserError([_at(block, f"a {t.scenario} run of the disaggregated policy is not simulated (its "
+                                        f"pools' clients are not modelled): a server scenario, or another policy")])
+        base = Side(staged(cell_cost(m, claim, g, i, "baseline"), sched_b.pp), sched_b, window, tp_b, budget)
+        new = Side(staged(cell_cost(m, claim, g, i, "claim"), sched_c.pp), sched_c, window, tp_c, budget)
         for side in (base, new):
             if side.cost.kv_tokens < 2 * side.scheduler.block_size:
                 raise UserError([_at(block, (

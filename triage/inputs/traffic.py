@@ -40,6 +40,11 @@ PLAIN = ("arrival_s", "prompt_tokens", "output_tokens")
 
 
 POLICIES = ("static", "continuous", "chunked", "disaggregated")
+# how requests arrive: server (open loop at each rate; the largest rate at the SLO), interactive (the same,
+# named for its tighter bounds), offline (every request at once: MLPerf's Offline, trtllm-bench's infinite rate),
+# closed_loop (N clients, each sending its next request when the last completes: benchmark_serving.py
+# --max-concurrency, genai-perf --concurrency)
+SCENARIOS = ("server", "interactive", "offline", "closed_loop")
 
 
 @record
@@ -61,6 +66,10 @@ class Scheduler:
     link_latency_s: float = 0.0
     prefix_caching: bool = False         # reuse a shared prefix's KV (the traffic's shared_prefix)
     block_size: int = 16                 # paged KV: tokens a block holds (vLLM's default)
+    replicas: int = 1                    # instances behind a load balancer, each of tp x pp GPUs (requests
+                                         # spread evenly: each sees 1/replicas of the rate or the clients)
+    pp: int = 1                          # pipeline stages of one instance (each tp GPUs): pp micro-batches in
+                                         # flight, the weights spread over tp x pp GPUs
 
 
 @record
@@ -118,6 +127,13 @@ class Traffic:
     tbt_at: str = "p99"
     tpot_at: str = "p99"
     own_slo: bool = False        # traffic: slo: was given (its bounds, none for {}), replacing the workload's
+    scenario: str = "server"     # SCENARIOS
+    clients: int = 0             # closed_loop: requests in flight (offline: every request); 0 for open loop
+
+    @property
+    def closed(self) -> bool:
+        """Whether requests arrive as earlier ones complete (offline, closed_loop), not at a rate."""
+        return self.scenario in ("offline", "closed_loop")
 
     def step_context(self) -> int:
         """The context, in tokens, of the step-level cell a traffic workload shows when it states none: the
@@ -159,9 +175,22 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
                for k, default in (("prompt_tokens", TRAFFIC_PROMPT_TOKENS), ("output_tokens", TRAFFIC_OUTPUT_TOKENS))}
     if kind != "trace" and any(v.kind == "trace" for v in lengths.values()):
         problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
+    scenario = raw.get("scenario", "server")
+    closed = scenario in ("offline", "closed_loop")
     rates = tuple(sorted({float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw
                                               else [])}))
-    if not rates and trace is None:
+    if closed:
+        for key in ("rate", "rates", "arrivals", "duration"):
+            if key in raw:
+                problems.append(doc.problem(path + (key,), (
+                    f"a {scenario} run sends each request as {'the run starts' if scenario == 'offline' else 'a client is free'}"
+                    f": no {key} (give requests{', clients' if scenario == 'closed_loop' else ''})")))
+        rates = ()
+    if (scenario == "closed_loop") != ("clients" in raw):
+        problems.append(doc.problem(path + ("clients",) if "clients" in raw else path, (
+            "clients (requests in flight) belong to scenario: closed_loop" if "clients" in raw
+            else "a closed_loop scenario needs clients: the requests its benchmark keeps in flight")))
+    if not rates and trace is None and not closed:
         problems.append(doc.problem(path, "traffic needs rate or rates (requests/s), or a trace to replay at its own"))
     if not rates and trace is not None:
         rates = (trace.rate,)
@@ -170,7 +199,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
                 f"the trace's own rate ({'above' if trace.rate > SERVING_RATE_MAX else 'below'} "
                 f"{SERVING_RATE_MAX if trace.rate > SERVING_RATE_MAX else SERVING_RATE_MIN:g} requests/s) is outside "
                 f"the {SERVING_RATE_MIN:g} to {SERVING_RATE_MAX:g} requests/s a simulation takes: give rates")))
-    if "duration" in raw:
+    if "duration" in raw and not closed:
         duration = _quantity(doc, path + ("duration",), raw["duration"], "time", problems)
         wanted = max(rates, default=1.0) * duration if math.isfinite(duration) else 10.0
         if wanted > LIMITS.serving_requests:
@@ -196,7 +225,8 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     return Traffic(rates, kind, cv, trace, lengths["prompt_tokens"], lengths["output_tokens"], max(requests, 1),
                    int(raw.get("seed", TRAFFIC_SEED)), warmup, times["ttft"], times["tbt"],
                    times["tpot"], float(shared["share"]), int(shared["tokens"]), slo.get("ttft_at", TRAFFIC_PERCENTILE),
-                   slo.get("tbt_at", TRAFFIC_PERCENTILE), slo.get("tpot_at", TRAFFIC_PERCENTILE), "slo" in raw)
+                   slo.get("tbt_at", TRAFFIC_PERCENTILE), slo.get("tpot_at", TRAFFIC_PERCENTILE), "slo" in raw,
+                   scenario, int(raw.get("clients", requests if scenario == "offline" else 0)))
 
 
 def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, problems: list[Problem]) -> float:

@@ -99,9 +99,10 @@ class Gaps:
 # what an end-to-end gain is a ratio of: TPOT or TTFT at the cell's batch; tokens/s with the baseline at the
 # largest batch it fits (or both sides at theirs, for a capacity change); GPU-seconds per request with the
 # baseline on more GPUs; from the serving simulation, the highest request rate within the SLO per GPU
-# (goodput at the highest simulated rate where neither side meets it); a measured step-time ratio
+# (goodput at the highest simulated rate where neither side meets it; output tokens/s per GPU in an offline or
+# closed-loop run); a measured step-time ratio
 E2E_METRICS = ("tpot_ratio", "ttft_ratio", "throughput_at_max_batch", "gpu_time_per_request", "max_rate_at_slo",
-               "goodput", "measured")
+               "goodput", "measured", "output_tokens_per_s")
 
 
 def e2e_metric_code(name: str) -> int:

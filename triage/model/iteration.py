@@ -53,6 +53,7 @@ class IterationCost:
     expert_memory_s: float = 0.0
     expert_compute_s: float = 0.0
     expert_share: float = 0.0
+    weight_bytes: float = 0.0    # the weights a GPU holds (what pipeline stages spread further)
     # the coefficients as plain floats, for the per-iteration paths
     _compute: list[list[float]] = field(init=False, repr=False, compare=False)
     _memory: list[list[float]] = field(init=False, repr=False, compare=False)
@@ -160,4 +161,4 @@ def iteration_cost(x: StepInputs, hw: Machine, ceff: dict[str, float], beff: dic
     share = float(np.ravel(np.divide(x.experts_per_token, np.maximum(x.experts, 1.0)))[0]) if routed else 0.0
     return IterationCost(compute, memory, busy, comm_coef, step_s + layer_s * layers, request_s, sequence_s,
                          per_token / (1.0 - waste), capacity - weights - reserve, float(expert_memory),
-                         float(expert_compute), share)
+                         float(expert_compute), share, weights)

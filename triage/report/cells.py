@@ -170,7 +170,7 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
         for (b, mi, hi), result in ev.serving.items():       # a workload's traffic: its simulation, one object
             served = serving_words.as_json(result)
             first = (f"the serving simulation decides: {result.gain:.3f}× in "
-                     + ("the largest rate at the SLO" if result.basis == "max_rate_at_slo" else "goodput")
+                     + serving_words.BASIS[result.basis]
                      + f" ({result.baseline.scheduler} → {result.claim.scheduler} scheduler); the step-level "
                        f"reasons follow")
             for i in np.flatnonzero((m.block_idx[:n] == b) & (m.model_idx[:n] == mi) & (m.hardware_idx[:n] == hi)):

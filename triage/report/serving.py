@@ -13,6 +13,16 @@ from ..inputs import units
 from ..serving.deployment import Served, SideResult
 
 
+# what a simulated gain is a ratio of (Served.basis), per GPU
+BASIS = {"max_rate_at_slo": "the largest rate at the SLO", "goodput": "goodput",
+         "output_tokens_per_s": "output tokens/s"}
+# the scenario a traffic block runs, as the memo names it (inputs/traffic.py SCENARIOS)
+SCENARIO = {"server": "server (requests at a rate, Poisson unless the traffic says)",
+            "interactive": "interactive (a server run at tight latency bounds)",
+            "offline": "offline (every request sent at once; the run lasts until the last completes)",
+            "closed_loop": "closed loop ({clients:,} clients, each sending its next request when its last completes)"}
+
+
 def _t(v: float | None) -> str:
     return units.fmt_time(v) if v is not None and v == v else "—"
 
@@ -34,8 +44,10 @@ def as_json(result: Served) -> dict[str, Any]:
 def _why(b: SideResult, c: SideResult, r: Served) -> str:
     """The gain in terms of batch, memory and queueing, at the highest rate both sides were run at."""
     rb, rc = b.rates[-1], c.rates[-1]
-    parts = [f"at {rb.rate_rps:g} requests/s the baseline runs {rb.mean_batch:.1f} sequences a step on "
-             f"average and the claim {rc.mean_batch:.1f}"]
+    closed = r.basis == "output_tokens_per_s"
+    where = "in the run" if closed else f"at {rb.rate_rps:g} requests/s"
+    parts = [f"{where} the baseline runs {rb.mean_batch:.1f} sequences a step on average and the claim "
+             f"{rc.mean_batch:.1f}"]
     def shown(k: str, v: Any) -> str:
         if k.endswith("bytes_per_s"):
             return units.fmt_bandwidth(v)
@@ -53,7 +65,11 @@ def _why(b: SideResult, c: SideResult, r: Served) -> str:
     parts.append(f"median TTFT (queueing and prefill) {_t(rb.ttft_s.p50)} → {_t(rc.ttft_s.p50)}, "
                  f"P99 time between tokens {_t(rb.tbt_s.p99)} → {_t(rc.tbt_s.p99)} (a decode waits "
                  f"for every prefill the scheduler puts before it)")
-    if r.basis == "max_rate_at_slo":
+    if closed:
+        parts.append(f"the system completes {rb.output_tokens_per_s:,.0f} → {rc.output_tokens_per_s:,.0f} output "
+                     f"tokens/s on {b.gpus} and {c.gpus} GPUs: per GPU, {r.gain:.2f}×, the end-to-end gain the "
+                     f"verdict reads")
+    elif r.basis == "max_rate_at_slo":
         assert b.max_rate_at_slo_rps is not None and c.max_rate_at_slo_rps is not None
         per = (f" ({b.gpus} and {c.gpus} GPUs: per GPU, {r.gain:.2f}×)"
                if b.gpus != c.gpus or b.gpus > 1 else f": {r.gain:.2f}×")
@@ -81,20 +97,27 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         rows = [{"rate": x.rate_rps, "side": side, "ttft_p50": _t(x.ttft_s.p50),
                  "ttft_p99": _t(x.ttft_s.p99), "tbt_p50": _t(x.tbt_s.p50), "tbt_p99": _t(x.tbt_s.p99),
                  "tpot_p50": _t(x.tpot_s.p50),
-                 "throughput": x.throughput_rps, "goodput": x.goodput_rps, "batch": x.mean_batch,
+                 "throughput": x.throughput_rps, "tokens": x.output_tokens_per_s, "goodput": x.goodput_rps, "batch": x.mean_batch,
                  "within": x.goodput_rps / x.throughput_rps if x.throughput_rps > 0 else None,
                  "slo_met": x.slo_met if slo else None}
                 for x_b, x_c in zip(b.rates, c.rates, strict=True)
                 for side, x in (("baseline", x_b), ("claim", x_c))]
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
                     "trace": "the trace's arrival gaps scaled to each rate"}[t.arrivals]
+        s = b.scheduler_config
+        engines = s.replicas * s.pp
+        system = (f"; {s.replicas} replica(s) x {s.pp} pipeline stage(s): {engines} engines, each simulated "
+                  f"with 1/{engines} of the {'clients' if t.closed else 'rate'}" if engines > 1 else "")
+        load = (f"{first.requests + first.warmup_requests:,} requests" if t.closed
+                else f"{first.requests + first.warmup_requests:,} requests a rate, {arrivals}")
         out.append({
             "workload": block.name, "model": m.models[mi].label, "hardware": m.hardware[hi].key,
-            "traffic": (f"{first.requests + first.warmup_requests:,} requests a rate, {arrivals}; the first "
-                        f"{first.warmup_requests:,} (warm-up) left out of the statistics; the lowest rate "
-                        f"simulates {_t(first.simulated_s)}"),
+            "scenario": SCENARIO[t.scenario].format(clients=t.clients), "closed": t.closed,
+            "traffic": (f"{load}; the first {first.warmup_requests:,} (warm-up) left out of the statistics; "
+                        f"{'the run' if t.closed else 'the lowest rate'} simulates {_t(first.simulated_s)}"
+                        f"{system}"),
             "scheduler": f"{b.scheduler} → {c.scheduler}",
-            "slo": "; ".join(slo) or "none (no largest rate is searched)",
+            "slo": "; ".join(slo) or ("none" if t.closed else "none (no largest rate is searched)"),
             "max_rate": (b.max_rate_at_slo_rps, c.max_rate_at_slo_rps),
             "gain": r.gain, "rows": rows, "why": _why(b, c, r),
         })

@@ -3,13 +3,14 @@ traffic at every rate: the largest rate at the SLO of each (per GPU) and the gai
 
 from __future__ import annotations
 
+import math
 import threading
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
 
-from ..defaults import SERVING_MEMO_RUNS
+from ..defaults import SERVING_MEMO_RUNS, SERVING_MIN_REQUESTS
 from ..inputs.traffic import Scheduler, Traffic
 from ..model.iteration import IterationCost
 from ..records import record
@@ -37,7 +38,8 @@ class SideResult:
 @record
 class Served:
     """Baseline and claim of one workload × model × chip, and the gain the verdict reads: the ratio of the
-    largest rates at the SLO per GPU (``basis`` max_rate_at_slo), else of the goodput at the highest rate."""
+    largest rates at the SLO per GPU (``basis`` max_rate_at_slo), else of the goodput at the highest rate; in a
+    closed scenario (offline, closed_loop), of the output tokens/s per GPU (``output_tokens_per_s``)."""
 
     baseline: SideResult
     claim: SideResult
@@ -49,9 +51,22 @@ _MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
 _MEMO_LOCK = threading.Lock()        # process-wide: evaluations a program runs on its own threads share it
 
 
+def staged(cost: IterationCost, pp: int) -> IterationCost:
+    """One micro-batch's engine of a pipeline of ``pp`` stages (each tp GPUs): a micro-batch passes every stage,
+    so its iteration takes the tp engine's time (the stages' hops, a decode's b x d activations over NVLink in
+    microseconds, left out); the weights spread over pp times the GPUs, and the pp micro-batches in flight share
+    the KV room that leaves. ``cost`` is per GPU at tp (free_bytes after a GPU's weights at tp)."""
+    if pp == 1:
+        return cost
+    return replace(cost, free_bytes=cost.free_bytes + cost.weight_bytes * (1.0 - 1.0 / pp))
+
+
 @record
 class Side:
-    """One variant's engine: its iteration model (a decode pool's too, when disaggregated) and scheduler."""
+    """One variant's engine: its iteration model (a decode pool's too, when disaggregated) and scheduler; a
+    system of ``scheduler.replicas`` instances of ``scheduler.pp`` stages runs as replicas x pp engines of one
+    micro-batch each (``cost`` is one engine's: staged()), the requests spread evenly over them, so an idle
+    micro-batch slot is the pipeline's bubble and the system's rates and throughputs are the engines' sum."""
 
     cost: IterationCost
     scheduler: Scheduler
@@ -67,10 +82,20 @@ class Side:
             hit = _MEMO.get(key)
         if hit is not None and hit[0] is traffic:
             return hit[1]
-        req = requests(traffic, rate, min(self.cost.kv_tokens, self.window))
+        units = self.scheduler.replicas * self.scheduler.pp
+        one = traffic if units == 1 or not traffic.closed else replace(
+            traffic, requests=max(math.ceil(traffic.requests / units), SERVING_MIN_REQUESTS),
+            clients=max(math.ceil(traffic.clients / units), 1))
+        req = requests(one, rate / units, min(self.cost.kv_tokens, self.window))
         measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
         out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
-                         traffic, rate)
+                         one, rate / units)
+        if units > 1:          # the system: every engine's rates and throughputs
+            law = out.littles_law
+            out = replace(out, rate_rps=out.rate_rps * units, throughput_rps=out.throughput_rps * units,
+                          output_tokens_per_s=out.output_tokens_per_s * units, goodput_rps=out.goodput_rps * units,
+                          littles_law=replace(law, in_system=law.in_system * units,
+                                              rate_times_latency=law.rate_times_latency * units))
         with _MEMO_LOCK:
             while len(_MEMO) >= SERVING_MEMO_RUNS:
                 _MEMO.pop(next(iter(_MEMO)))
@@ -83,14 +108,16 @@ class Side:
                 c.sequence_s, c.kv_bytes_per_token, c.free_bytes, self.scheduler, self.window, self.tp)
 
     def gpus(self) -> int:
-        """GPUs the deployment holds: its instances times each one's tensor-parallel group."""
+        """GPUs the deployment holds: its replicas x pipeline stages x tensor-parallel group (x pools)."""
         s = self.scheduler
-        return self.tp * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
+        return self.tp * s.pp * s.replicas * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
 
 
 def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
     """Both sides at every rate, the largest rate at the SLO of each (per GPU of the deployment), and the gain
     the verdict reads: the max-rate ratio, else the goodput ratio at the highest rate."""
+    if traffic.closed:
+        return _closed(base, claim, traffic)
     rates, best = {}, {}
     for name, side in (("baseline", base), ("claim", claim)):
         rates[name] = tuple(side.run(traffic, r) for r in traffic.rates)
@@ -109,3 +136,17 @@ def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
         return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
                           n / rate if rate else float("nan"))
     return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)
+
+
+def _closed(base: Side, claim: Side, traffic: Traffic) -> Served:
+    """Both sides of an offline or closed-loop run (one run each, no rate to search): the gain is the ratio of
+    the output tokens/s per GPU, what such a benchmark reports."""
+    out = {}
+    for name, side in (("baseline", base), ("claim", claim)):
+        stats = side.run(traffic, math.inf)
+        n = side.gpus()
+        out[name] = SideResult((stats,), None, n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
+                               n / stats.throughput_rps if stats.throughput_rps else float("nan"))
+    b, c = out["baseline"], out["claim"]
+    tb, tc = b.rates[0].output_tokens_per_s / b.gpus, c.rates[0].output_tokens_per_s / c.gpus
+    return Served(b, c, tc / tb if tb > 0 else float("nan"), "output_tokens_per_s")

@@ -64,6 +64,7 @@ class Engine:
         self.charged = [False] * n                    # its per-request fixed cost paid (first prefill chunk)
         self.swapped = [False] * n
         self.arrival: list[float] = req.arrival.tolist()
+        self.released = req.clients      # closed loop: requests sent so far (the next one goes when one completes)
         self.base: list[float] = cached.tolist()     # tokens of its context held in the shared copy
         self.kv_cap = cost.kv_tokens - float(cached.max(initial=0.0))
         self.kv_used = 0.0
@@ -166,6 +167,9 @@ class Engine:
         self.done[i] = self.now
         self.running.remove(i)
         self.kv_used -= self._held(i)
+        if self.released and self.released < len(self.arrival):     # its client sends the next request now
+            self.arrival[self.released] = self.now
+            self.released += 1
 
     def decode_jump(self) -> None:
         """Decode steps of the running batch up to the next event: the steps' times from one decode line."""
@@ -286,4 +290,5 @@ class Engine:
     def _outcome(self) -> Outcome:
         self._flush(force=True)
         return Outcome(np.array(self.first), np.array(self.done), np.array(self.gap), self.sketch,
-                       self.busy_s, self.batch_seconds, self.preemptions)
+                       self.busy_s, self.batch_seconds, self.preemptions,
+                       np.array(self.arrival) if self.released else None)

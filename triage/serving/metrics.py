@@ -82,18 +82,22 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> Ra
     if n - start < SERVING_MIN_MEASURED:
         raise ValueError(f"{n - start} measured requests after the warm-up; a rate needs {SERVING_MIN_MEASURED}")
     keep = np.arange(start, n)
-    window = (float(req.arrival[start]), float(req.arrival[-1]))
+    # a closed scenario's requests were sent as clients came free (the outcome knows when); its window runs to
+    # the last completion, as a benchmark's duration does
+    arrival = out.arrival if out.arrival is not None else req.arrival
+    closed = out.arrival is not None
+    window = (float(arrival[start]), float(np.nanmax(out.done)) if closed else float(arrival[-1]))
     span = max(window[1] - window[0], 1e-12)
     done = out.done[keep]
     finished = np.isfinite(done)
     # what the engine completes inside the window, whichever request it is (above capacity: warm-up ones too)
     completed = (out.done >= window[0]) & (out.done <= window[1])
-    ttft = out.first[keep] - req.arrival[keep]
-    e2e = done - req.arrival[keep]
+    ttft = out.first[keep] - arrival[keep]
+    e2e = done - arrival[keep]
     multi = finished & (req.output[keep] > 1)
     tpot = (done[multi] - out.first[keep][multi]) / (req.output[keep][multi] - 1)
     gaps, weights = out.token_gaps()
-    every_ttft = out.first - req.arrival
+    every_ttft = out.first - arrival
     meets = completed.copy()
     if traffic.slo_ttft_s is not None:
         meets &= every_ttft <= traffic.slo_ttft_s
@@ -103,14 +107,14 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> Ra
         tp = np.where(req.output > 1, (out.done - out.first) / np.maximum(req.output - 1, 1), 0.0)
         meets &= tp <= traffic.slo_tpot_s
     # Little's law over the window: the time-average number in the system against arrival rate × mean time
-    a, d = req.arrival[keep], np.where(finished, done, np.inf)
+    a, d = arrival[keep], np.where(finished, done, np.inf)
     overlap = np.clip(np.minimum(d, window[1]) - np.maximum(a, window[0]), 0.0, None)
     in_system = float(overlap.sum() / span)
-    arrivals_in = (n - start - 1) / span
     throughput = float(completed.sum() / span)
+    arrivals_in = throughput if closed else (n - start - 1) / span
     ttft_s, tbt_s, tpot_s = _summary(ttft[finished]), _summary(gaps, weights), _summary(tpot)
     return RateStats(
-        rate, ttft_s, tbt_s, tpot_s, _summary(e2e[finished]), throughput,
+        throughput if closed else rate, ttft_s, tbt_s, tpot_s, _summary(e2e[finished]), throughput,
         float(req.output[completed].sum() / span), float(meets.sum() / span),
         # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
         # queue fails whatever the latency bounds say) and the bounds hold

@@ -78,6 +78,7 @@ class Outcome:
     busy_s: float = 0.0
     batch_seconds: float = 0.0
     preemptions: int = 0
+    arrival: np.ndarray | None = None    # closed loop: when each request was sent (known only as the run goes)
 
     def token_gaps(self) -> tuple[np.ndarray, np.ndarray]:
         """Every gap between two tokens of a request (s), with how many tokens each value stands for."""
