@@ -91,7 +91,8 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> Ra
     done = out.done[keep]
     finished = np.isfinite(done)
     # what the engine completes inside the window, whichever request it is (above capacity: warm-up ones too)
-    completed = (out.done >= window[0]) & (out.done <= window[1])
+    # (closed: after the window opens, as the completion that sent the first measured request is the warm-up's)
+    completed = ((out.done > window[0]) if closed else (out.done >= window[0])) & (out.done <= window[1])
     ttft = out.first[keep] - arrival[keep]
     e2e = done - arrival[keep]
     multi = finished & (req.output[keep] > 1)

@@ -1,0 +1,118 @@
+"""Serving scenarios as benchmarks run them (issue 24): offline (every request at once), closed loop (N clients),
+and systems of replicas x pipeline stages, each against a hand calculation on an engine whose every iteration
+takes 10 ms."""
+
+import numpy as np
+import pytest
+
+import triage
+from triage.errors import UserError
+from triage.inputs.traffic import Lengths, Scheduler, Traffic
+from triage.model.iteration import IterationCost
+from triage.model.roofline import GROUPS
+from triage.serving.deployment import Side, serve, staged
+
+STEP = 0.010          # seconds: every iteration, prefill or decode, whatever its batch
+
+
+def _flat(free_bytes=1e9, weight_bytes=0.0):
+    zero = np.zeros((len(GROUPS), 5))
+    return IterationCost(zero, zero.copy(), 1.0, np.zeros(2), STEP, 0.0, 0.0, 1.0, free_bytes,
+                         weight_bytes=weight_bytes)
+
+
+def _closed(scenario, n, clients=0, prompt=10, output=5, warmup=0.1):
+    return Traffic((), "poisson", 1.0, None, Lengths("fixed", prompt), Lengths("fixed", output), n, 0, warmup,
+                   None, None, None, scenario=scenario, clients=clients or n)
+
+
+def test_offline_prefills_everyone_then_decodes_together():
+    # by hand: 100 prompts of 10 tokens fit one prefill iteration (1,000 tokens <= 8,192), whose first tokens
+    # come at 10 ms; four decode iterations follow: every request ends at 50 ms, 500 tokens in 0.05 s
+    r = Side(_flat(), Scheduler(max_seqs=128)).run(_closed("offline", 100), np.inf)
+    assert r.ttft_s.p50 == pytest.approx(STEP) and r.ttft_s.p99 == pytest.approx(STEP)
+    assert r.simulated_s == pytest.approx(5 * STEP)
+    assert r.output_tokens_per_s == pytest.approx(100 * 5 / (5 * STEP))
+    assert r.mean_batch == pytest.approx(100)
+
+
+def test_one_client_sends_one_request_at_a_time():
+    # by hand: each request alone, 10 ms of prefill and 4 decodes: 50 ms; 20 of them end at 1.0 s. The first
+    # two (10 % warm-up) are left out: 18 completions from 0.1 s to 1.0 s, 20 requests/s, 100 tokens/s
+    r = Side(_flat(), Scheduler()).run(_closed("closed_loop", 20, clients=1), np.inf)
+    assert r.simulated_s == pytest.approx(20 * 5 * STEP)
+    assert r.throughput_rps == pytest.approx(20.0)
+    assert r.output_tokens_per_s == pytest.approx(100.0)
+    assert r.ttft_s.p99 == pytest.approx(STEP) and r.tpot_s.p50 == pytest.approx(STEP)
+    assert r.mean_batch == pytest.approx(1.0)
+
+
+def test_two_clients_on_a_one_sequence_engine_queue_behind_each_other():
+    # by hand: max_seqs 1 runs one request at a time (50 ms each, 20 requests/s as with one client); the other
+    # client's request waits out the running one: 50 ms of queue + 10 ms of prefill
+    r = Side(_flat(), Scheduler(max_seqs=1)).run(_closed("closed_loop", 40, clients=2), np.inf)
+    assert r.throughput_rps == pytest.approx(20.0, rel=0.01)
+    assert r.ttft_s.p50 == pytest.approx(5 * STEP + STEP)
+    # two in flight, less the drain (the last request alone) and the warm-up one still queued as the window opens
+    assert 1.9 <= r.littles_law.in_system <= 2.0
+
+
+def test_replicas_each_take_their_share_of_the_clients_and_the_system_adds_them_up():
+    # by hand: 4 replicas of one client each: 4 x 20 requests/s; 4 GPUs at tp 1
+    side = Side(_flat(), Scheduler(replicas=4))
+    r = side.run(_closed("closed_loop", 400, clients=4), np.inf)
+    assert r.throughput_rps == pytest.approx(80.0, rel=0.01)
+    assert r.ttft_s.p99 == pytest.approx(STEP)
+    assert side.gpus() == 4
+    assert Side(_flat(), Scheduler(replicas=3, pp=2), tp=4).gpus() == 24
+
+
+def test_a_pipeline_spreads_the_weights_and_runs_a_micro_batch_per_stage():
+    # by hand: 40 GB of weights on a GPU at tp leave 30 GB; two stages hold 20 GB each: 50 GB free per GPU.
+    # Two micro-batches in flight: two engines of one client each, the iteration the tp engine's (10 ms)
+    cost = _flat(free_bytes=30e9, weight_bytes=40e9)
+    assert staged(cost, 1) is cost
+    assert staged(cost, 2).free_bytes == pytest.approx(50e9)
+    assert staged(cost, 4).free_bytes == pytest.approx(60e9)
+    r = Side(staged(cost, 2), Scheduler(pp=2)).run(_closed("closed_loop", 200, clients=2), np.inf)
+    assert r.throughput_rps == pytest.approx(40.0, rel=0.01)
+    assert r.tpot_s.p50 == pytest.approx(STEP)
+
+
+def test_a_closed_runs_gain_is_output_tokens_per_gpu():
+    # by hand: the claim's engine runs twice the sequences at once on twice the GPUs (tp 2): the same per GPU
+    base = Side(_flat(), Scheduler(max_seqs=1))
+    claim = Side(_flat(), Scheduler(max_seqs=2), tp=2)
+    s = serve(base, claim, _closed("closed_loop", 200, clients=2))
+    assert s.basis == "output_tokens_per_s" and s.baseline.max_rate_at_slo_rps is None
+    assert s.claim.rates[0].output_tokens_per_s == pytest.approx(2 * s.baseline.rates[0].output_tokens_per_s, rel=0.01)
+    assert s.gain == pytest.approx(1.0, rel=0.01)
+
+
+def _workload(traffic, scheduler=None):
+    return {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+            "workloads": [{"name": "w", "traffic": traffic, **({"scheduler": scheduler} if scheduler else {})}]}
+
+
+KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}}
+
+
+@pytest.mark.parametrize(("traffic", "scheduler", "says"), [
+    ({"scenario": "closed_loop", "requests": 100}, None, "needs clients"),
+    ({"scenario": "offline", "requests": 100, "rates": [1]}, None, "no rates"),
+    ({"scenario": "server", "rates": [1], "clients": 4}, None, "belong to scenario: closed_loop"),
+    ({"scenario": "offline", "requests": 100}, {"policy": "disaggregated"}, "not simulated"),
+])
+def test_a_scenario_that_cannot_run_is_refused_with_its_address(traffic, scheduler, says):
+    with pytest.raises(UserError) as exc:
+        triage.evaluate(KV, _workload(traffic, scheduler), analyse=False)
+    assert says in str(exc.value)
+
+
+def test_an_offline_workload_prices_a_cache_claim_in_output_tokens_per_gpu():
+    r = triage.evaluate(KV, _workload({"scenario": "offline", "requests": 400, "prompt_tokens": 1024,
+                                       "output_tokens": 512}), analyse=False).evaluation
+    s = next(iter(r.serving.values()))
+    assert s.basis == "output_tokens_per_s"
+    assert s.claim.kv_tokens == pytest.approx(2 * s.baseline.kv_tokens)
+    assert s.gain >= 1.0
