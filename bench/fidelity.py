@@ -59,11 +59,9 @@ METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_p
 
 # models the corpus names by the source's own name, matched on the name with spaces, hyphens and "v" versions
 # unified ("LLaMA v3.1 70B", "amd/Llama-3.1-70B-Instruct-FP8-KV" -> "llama 3.1 70b"): the catalog's entry, or
-# one with the same shapes — Llama 3.1 8B is Llama 3 8B's architecture (claims/configs/llama-3.1-8b-instruct.json
-# against tests/configs/llama-3-8b.json: 32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary
-# 128256; only RoPE scaling and the window differ). The Llama 3.1 70B and 405B, GPT-J 6B and InternLM 20B
-# entries cite their config.json in triage/inputs/catalog/models.yaml.
-NAMES = (("llama 3.1 8b", "llama-3-8b"), ("llama 3.1 70b", "llama-3.1-70b"), ("llama 3.1 405b", "llama-3.1-405b"),
+# one with the same shapes. The Llama 3.1 8B, 70B and 405B, GPT-J 6B and InternLM 20B entries cite their
+# config.json in triage/inputs/catalog/models.yaml.
+NAMES = (("llama 3.1 8b", "llama-3.1-8b"), ("llama 3.1 70b", "llama-3.1-70b"), ("llama 3.1 405b", "llama-3.1-405b"),
          ("gpt j 6b", "gpt-j-6b"), ("internlm 20b", "internlm-20b"))
 
 

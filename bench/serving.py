@@ -17,6 +17,9 @@ Run with:  .venv/bin/python bench/serving.py          (not part of the test suit
      vLLM at max batch 128 (figure-5-6 configs), Sarathi-Serve at budget 512.
    vidur (PyPI `vidur`) downloads its GPU profiles from the Hugging Face Hub at run time, which this machine
    cannot reach: no comparison is run.
+3. The serving corpus (bench/serving_corpus.py: data/serving/ and the serving rows of data/measurements/), each
+   published system figure stated as a workload and simulated, held out by source (no source here trained the
+   engine profiles): median and max |error| by scenario, model class and chip vendor, and the rows left out.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from triage.inputs.traffic import Lengths, Scheduler  # noqa: E402
 from triage.serving.deployment import Side  # noqa: E402
 from triage.serving.policies import simulate  # noqa: E402
 from triage.serving.requests import requests  # noqa: E402
+
+from bench import serving_corpus  # noqa: E402
 
 KV = {"id": "c", "title": "t", "direction": "cache", "change": {"kv_bytes": 1.0}}
 
@@ -113,6 +118,18 @@ def sarathi() -> float:
     return gain / 2.6 - 1
 
 
+def corpus() -> None:
+    print("\n3. The serving corpus, held out by source (no source of it trained the engine profiles)")
+    start = time.perf_counter()
+    priced, skipped = serving_corpus.price()
+    print(f"   {len(priced)} published figures priced in {time.perf_counter() - start:.0f} s; left out:")
+    for why, n in sorted(skipped.items(), key=lambda kv: -kv[1]):
+        print(f"     {n:4d}  {why}")
+    print(f"   {'rows':<58} {'n':>4}  median |err|  max |err|")
+    for name, n, median, worst in serving_corpus.table(priced):
+        print(f"   {name:<58} {n:4d}  {median:11.1%}  {worst:8.1%}")
+
+
 def main() -> None:
     speed()
     errors = fig13()
@@ -120,6 +137,7 @@ def main() -> None:
     errors.append(sarathi())
     a = np.abs(errors)
     print(f"\nmedian |error| over the {len(a)} published numbers: {np.median(a):.1%} (max {a.max():.1%})")
+    corpus()
 
 
 if __name__ == "__main__":

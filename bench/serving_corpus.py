@@ -1,0 +1,227 @@
+"""The serving corpus priced: published whole-system serving results (offline throughput, a server's rate at its
+latency bounds, closed-loop clients), each stated as a `traffic:` + `scheduler:` workload and simulated, against
+the published number. Used by bench/serving.py (section 3).
+
+Rows: data/serving/*.csv (one row a published figure, with its quote and version: data/serving/README.md) and
+the serving rows of data/measurements/ that bench/fidelity.py leaves out as serving figures (trtllm-bench's
+offline runs "at infinite rate" and the Triton runs at QPS INF). Held out by source: a row whose source also
+trained the engine profiles (bench/fidelity.py's step rows) is left out and counted, so every figure priced
+here is one the profiles never saw.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import triage
+from triage.errors import UserError
+from triage.inputs import catalog
+
+from . import fidelity
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVING = ROOT / "data" / "serving"
+KV = {"id": "serving-corpus", "title": "the baseline, priced", "direction": "cache", "change": {"kv_bytes": 1.0}}
+
+# trtllm-bench's requests per run, by input and output length: "For each input and output sequence length
+# combination, the table below details the `$num_requests` that were used" (NVIDIA/TensorRT-LLM @ 258c754,
+# docs/source/performance/perf-overview.md, Preparing a Dataset)
+TRTLLM_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (2048, 128): 3000, (2048, 2048): 1500,
+                   (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
+# the same page's Online Serving Measurements: "All data in the table below was generated using version 0.14.0,
+# with 500 requests and BF16 precision"
+TRITON_REQUESTS = 500
+# trtllm-bench's engine as the same page's example output states it: "Max Runtime Batch Size: 4096", "Max Runtime
+# Tokens: 8192", "Scheduling Policy: Guaranteed No Evict" (KV reserved for a request's whole length at
+# admission); an assumption for every row (the build tunes them from the dataset: "tuning heuristics")
+TRTLLM_SCHEDULER = {"policy": "chunked", "max_seqs": 4096, "token_budget": 8192, "kv": "reserve",
+                    "reserve": "oracle"}
+# MLPerf's LLM runs (data/serving rows name their own): TensorRT-LLM's in-flight batching as above; vLLM's
+# defaults (max_num_seqs 256, max_num_batched_tokens 8192 without chunking; paged KV)
+SCHEDULERS = {"tensorrt-llm": TRTLLM_SCHEDULER, "vllm": {"policy": "continuous", "max_seqs": 256,
+                                                          "max_batched_tokens": 8192}}
+# chips the corpus names by another part's name: the GH200 "480GB" superchip carries the 96 GB HBM3 GPU, not
+# the catalog's 144 GB HBM3e entry, so its rows are left out (counted) rather than priced on the wrong memory
+HARDWARE = {"gb200": "gb200", "gb200 nvl72": "gb200"}
+
+
+def _measurement_rows(skipped: Counter[str]) -> list[dict[str, str]]:
+    """The offline rows of data/measurements (phase generation, no batch, "infinite rate") as serving rows."""
+    out = []
+    for f in sorted(fidelity.DATA.glob("*.csv")):
+        for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
+            notes = r["notes"].lower()
+            if r["phase"] != "generation" or r["batch"] or r["metric"] != "tokens_per_s":
+                continue
+            triton = "online serving measurements" in notes
+            rate = re.search(r"request rate qps=(\d+(?:\.\d+)?)", notes)
+            if "infinite rate" not in notes and not (triton and rate):
+                skipped["a serving figure of unstated load"] += 1
+                continue
+            isl, osl = int(r["prompt_tokens"]), int(r["output_tokens"])
+            n = TRITON_REQUESTS if triton else TRTLLM_REQUESTS.get((isl, osl))
+            if n is None:
+                skipped["an offline run whose request count the source does not state"] += 1
+                continue
+            # the Triton runs at a finite QPS: a server at that Poisson rate (the benchmark's arrivals, assumed),
+            # no bounds, its output tokens/s what the table reports
+            scenario, qps = ("server", rate.group(1)) if rate else ("offline", "")
+            out.append({**r, "source": f.name, "scenario": scenario, "rate": qps, "requests": str(n),
+                        "tp": r["gpus"], "pp": "1", "replicas": "1", "clients": "", "lengths": "fixed",
+                        "slo_ttft_s": "", "slo_tpot_s": "", "slo_at": ""})
+    return out
+
+
+def _serving_rows() -> list[dict[str, str]]:
+    out = []
+    for f in sorted(SERVING.glob("*.csv")):
+        out += [{**r, "source": f.name} for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines())]
+    return out
+
+
+def _statable(r: dict[str, str], measured_urls: set[str]) -> str:
+    """Why a serving-corpus row cannot be priced yet, or ''."""
+    if r["source_url"] in measured_urls:
+        return "a figure data/measurements already holds (priced from there)"
+    if not r["prompt_tokens"] or not r["output_tokens"]:
+        return "the input or output lengths are not stated by a stored source"
+    if r["scenario"] == "offline" and not r["requests"]:
+        return "an offline run whose request count the source does not state"
+    if r["scenario"] in ("server", "interactive") and not r["slo_ttft_s"] and not r.get("rate"):
+        return "a server figure with neither its rate nor its latency bounds"
+    return ""
+
+
+def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Every corpus row the simulation can state, as (row, workload) pairs, and the rows left out by reason."""
+    cat = catalog.load()
+    skipped: Counter[str] = Counter()
+    trained = {r["source"] for r in fidelity.rows()}
+    measured = _measurement_rows(skipped)
+    urls = {r["source_url"] for f in sorted(fidelity.DATA.glob("*.csv"))
+            for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines())}
+    serving = []
+    for r in _serving_rows():
+        why = _statable(r, urls)
+        if why:
+            skipped[why] += 1
+        else:
+            serving.append(r)
+    out = []
+    for r in measured + serving:
+        if r["source"] in trained:
+            skipped["a source that trained the engine profiles (not held out)"] += 1
+            continue
+        model = fidelity._model(r)
+        hw = HARDWARE.get(r["hardware"].lower(), r["hardware"])
+        if model not in cat.models:
+            skipped["a model not in the catalog"] += 1
+            continue
+        if hw not in cat.hardware:
+            skipped["a chip not in the catalog (or another part of its name)"] += 1
+            continue
+        if r["metric"] != "tokens_per_s":
+            skipped[f"a metric the benchmark does not price yet ({r['metric']})"] += 1
+            continue
+        out.append({"row": r, "workloads": _workload(r, model, hw), "model": model, "hardware": hw})
+    return out, skipped
+
+
+def _lengths(r: dict[str, str], key: str) -> Any:
+    """A row's prompt or output lengths: fixed, or a log-normal with the dataset's median and spread."""
+    if r.get(f"{key}_sigma"):
+        return {"lognormal": {"median": float(r[f"{key}_median"]), "sigma": float(r[f"{key}_sigma"])}}
+    return int(float(r[key]))
+
+
+def _workload(r: dict[str, str], model: str, hw: str) -> dict[str, Any]:
+    """A row as a workload file: the system (tp x pp x replicas), precision, engine, scenario and bounds."""
+    weights = r["weights"] or "bf16"
+    kv = r["kv"] or ("fp8" if weights in ("fp8", "fp4") else weights)
+    compute = r["compute"] or ("fp8" if weights in ("fp8", "fp4") else "bf16" if weights == "bf16" else "fp16")
+    gpus = int(r["gpus"] or 1)
+    tp = int(r["tp"] or gpus)
+    pp = int(r["pp"] or 1)
+    replicas = int(r["replicas"] or max(gpus // (tp * pp), 1))
+    traffic: dict[str, Any] = {"scenario": r["scenario"], "requests": int(r["requests"] or 0),
+                               "prompt_tokens": _lengths(r, "prompt_tokens"),
+                               "output_tokens": _lengths(r, "output_tokens"), "seed": 1}
+    if r["scenario"] == "closed_loop":
+        traffic["clients"] = int(r["clients"])
+        traffic["requests"] = int(r["requests"] or CLIENT_REQUESTS * int(r["clients"]))
+    if r["scenario"] in ("server", "interactive"):
+        traffic["rates"] = [float(r["rate"])] if r.get("rate") else [1.0]
+        traffic["warmup"] = 0.0        # a benchmark at a rate counts every request it sends
+    slo = {k: f"{float(r[f'slo_{k}_s']) * 1e3:g} ms" for k in ("ttft", "tpot") if r.get(f"slo_{k}_s")}
+    traffic["slo"] = slo
+    scheduler = {**SCHEDULERS.get(r["engine"], SCHEDULERS["vllm"]), "replicas": replicas, "pp": pp}
+    return {"defaults": {"model": model, "hardware": hw, "tp": tp,
+                         "precision": {"weights": weights, "kv": kv, "compute": compute}},
+            "workloads": [{"name": "row", "engine": r["engine"] if r["engine"] in ENGINES else "vllm",
+                           "traffic": traffic, "scheduler": scheduler}]}
+
+
+ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
+# a closed-loop row whose request count the source does not state: ten requests a client (an assumption: each
+# client's first request starts with the others, and ten turns of it reach the steady state the figure reports)
+CLIENT_REQUESTS = 10
+
+
+def predict(item: dict[str, Any]) -> float:
+    """The simulated figure of a row: the system's output tokens/s (offline and closed loop: the run's; server:
+    the largest rate at the bounds times the mean output)."""
+    r = triage.evaluate(KV, item["workloads"], analyse=False).evaluation
+    s = next(iter(r.serving.values())).baseline
+    row = item["row"]
+    if row["scenario"] == "server" and not row["slo_ttft_s"]:
+        # a benchmark at a rate reports its requests' output tokens over its whole run, to the last completion
+        # (benchmark_serving.py's "duration"), not a steady state: a queue that outgrows the run still counts
+        x = s.rates[0]
+        return float((x.requests + x.warmup_requests) * float(row["output_tokens"]) / x.simulated_s)
+    if s.max_rate_at_slo_rps is not None:
+        out = np.mean([x.output_tokens_per_s / x.rate_rps for x in s.rates if x.rate_rps])
+        return float(s.max_rate_at_slo_rps * out)
+    return float(s.rates[0].output_tokens_per_s)
+
+
+def price() -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Every statable row with its prediction and error (predicted / published - 1)."""
+    items, skipped = rows()
+    out = []
+    for item in items:
+        try:
+            got = predict(item)
+        except UserError as exc:
+            skipped["the simulation refuses the system: " + str(exc).split(": ")[-1][:60]] += 1
+            continue
+        want = float(item["row"]["value"])
+        out.append({**item, "predicted": got, "error": got / want - 1 if want else math.nan})
+    return out, skipped
+
+
+def moe(model: str) -> bool:
+    return bool(catalog.load().models[model].num_experts)
+
+
+def vendor(hw: str) -> str:
+    return "AMD" if hw.startswith("mi") else "NVIDIA"
+
+
+def table(priced: list[dict[str, Any]]) -> list[tuple[str, int, float, float]]:
+    """Median and max |error| by scenario, model class, chip vendor and source, and overall dense and MoE."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for p in priced:
+        e = abs(p["error"])
+        r = p["row"]
+        cls = "MoE" if moe(p["model"]) else "dense"
+        for key in (f"{cls}: every row", f"scenario {r['scenario']}", f"model class {cls}",
+                    f"vendor {vendor(p['hardware'])}", f"source {r['source']}"):
+            groups[key].append(e)
+    return [(k, len(v), float(np.median(v)), float(np.max(v))) for k, v in groups.items()]
