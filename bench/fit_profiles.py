@@ -89,8 +89,8 @@ def main() -> None:
     print(f"wrote {WORKLOADS} (the corpus default)")
     fits = profiles.fit(group, corpus.params)
     lines = ["# Engine profiles: achieved bandwidth and compute efficiency (shares of the dense peaks) and the fixed",
-             "# costs (per step, per layer of a step, per request, per sequence of a step), by default and per chip,",
-             "# fitted by bench/fit_profiles.py from data/measurements/ (the rows bench/fidelity.py can state).",
+             "# costs (per step, per layer of a step, per prefill step, per sequence of a step), by default and per",
+             "# chip, fitted by bench/fit_profiles.py from data/measurements/ (the rows bench/fidelity.py can state).",
              "# Regenerate with that script after the corpus changes; review the diff. A workload names one with",
              "# `engine:`; its own efficiency/overhead keys still win.", ""]
     defaults = corpus.params

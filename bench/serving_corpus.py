@@ -11,10 +11,13 @@ here is one the profiles never saw.
 
 from __future__ import annotations
 
+import copy
 import csv
 import math
+import os
 import re
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,10 @@ TRTLLM_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (204
 TRITON_REQUESTS = 500
 # trtllm-bench's engine as the same page's example output states it: "Max Runtime Batch Size: 4096", "Max Runtime
 # Tokens: 8192", "Scheduling Policy: Guaranteed No Evict" (KV reserved for a request's whole length at
-# admission); an assumption for every row (the build tunes them from the dataset: "tuning heuristics")
+# admission); an assumption for every row (the build tunes them from the dataset: "tuning heuristics"). Its
+# in-flight batching mixes the phases in one iteration, the chunked policy with the token limit as budget: "With
+# this feature, sequences in the context phase can be processed together with sequences in the generation phase"
+# (TensorRT-LLM docs, "Paged Attention, IFB, and Request Scheduling", In-flight Batching)
 TRTLLM_SCHEDULER = {"policy": "chunked", "max_seqs": 4096, "token_budget": 8192, "kv": "reserve",
                     "reserve": "oracle"}
 # MLPerf's LLM runs (data/serving rows name their own): TensorRT-LLM's in-flight batching as above; vLLM's
@@ -90,9 +96,13 @@ def _statable(r: dict[str, str], measured_urls: set[str]) -> str:
     """Why a serving-corpus row cannot be priced yet, or ''."""
     if r["source_url"] in measured_urls:
         return "a figure data/measurements already holds (priced from there)"
-    if not r["prompt_tokens"] or not r["output_tokens"]:
+    if r["lengths"] not in DATASETS and (not r["prompt_tokens"] or not r["output_tokens"]):
         return "the input or output lengths are not stated by a stored source"
-    if r["scenario"] == "offline" and not r["requests"]:
+    if not r["tp"] and not r["replicas"] and int(r["gpus"] or 1) > 1:
+        return "a multi-GPU system whose layout (tp, pp, replicas) the source does not state"
+    if not r["weights"]:
+        return "a precision the source does not state"
+    if r["scenario"] == "offline" and not r["requests"] and r["lengths"] not in DATASETS:
         return "an offline run whose request count the source does not state"
     if r["scenario"] in ("server", "interactive") and not r["slo_ttft_s"] and not r.get("rate"):
         return "a server figure with neither its rate nor its latency bounds"
@@ -134,31 +144,33 @@ def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
     return out, skipped
 
 
-def _lengths(r: dict[str, str], key: str) -> Any:
-    """A row's prompt or output lengths: fixed, or a log-normal with the dataset's median and spread."""
-    if r.get(f"{key}_sigma"):
-        return {"lognormal": {"median": float(r[f"{key}_median"]), "sigma": float(r[f"{key}_sigma"])}}
-    return int(float(r[key]))
-
-
 def _workload(r: dict[str, str], model: str, hw: str) -> dict[str, Any]:
     """A row as a workload file: the system (tp x pp x replicas), precision, engine, scenario and bounds."""
     weights = r["weights"] or "bf16"
     kv = r["kv"] or ("fp8" if weights in ("fp8", "fp4") else weights)
     compute = r["compute"] or ("fp8" if weights in ("fp8", "fp4") else "bf16" if weights == "bf16" else "fp16")
     gpus = int(r["gpus"] or 1)
-    tp = int(r["tp"] or gpus)
     pp = int(r["pp"] or 1)
+    tp = int(r["tp"] or gpus // (int(r["replicas"] or 1) * pp))
     replicas = int(r["replicas"] or max(gpus // (tp * pp), 1))
-    traffic: dict[str, Any] = {"scenario": r["scenario"], "requests": int(r["requests"] or 0),
-                               "prompt_tokens": _lengths(r, "prompt_tokens"),
-                               "output_tokens": _lengths(r, "output_tokens"), "seed": 1}
+    if r["lengths"] in DATASETS:       # an MLPerf dataset: its lengths; offline, every sample of it
+        prompt, output = DATASETS[r["lengths"]]
+        requests = int(r["requests"] or r["lengths"].split()[-1])
+    else:
+        prompt, output = (int(float(r[k])) for k in ("prompt_tokens", "output_tokens"))
+        requests = int(r["requests"] or 0)
+    if r["scenario"] in ("server", "interactive") and not r["requests"]:
+        requests = SERVER_REQUESTS
+    traffic: dict[str, Any] = {"scenario": r["scenario"], "requests": requests, "prompt_tokens": prompt,
+                               "output_tokens": output, "seed": 1}
     if r["scenario"] == "closed_loop":
         traffic["clients"] = int(r["clients"])
         traffic["requests"] = int(r["requests"] or CLIENT_REQUESTS * int(r["clients"]))
-    if r["scenario"] in ("server", "interactive"):
-        traffic["rates"] = [float(r["rate"])] if r.get("rate") else [1.0]
+    if r["scenario"] in ("server", "interactive") and r.get("rate"):
+        traffic["rates"] = [float(r["rate"])]
         traffic["warmup"] = 0.0        # a benchmark at a rate counts every request it sends
+    elif r["scenario"] in ("server", "interactive"):
+        traffic["rates"] = [1.0]       # the search's first probe: the largest rate within the bounds is the figure
     slo = {k: f"{float(r[f'slo_{k}_s']) * 1e3:g} ms" for k in ("ttft", "tpot") if r.get(f"slo_{k}_s")}
     traffic["slo"] = slo
     scheduler = {**SCHEDULERS.get(r["engine"], SCHEDULERS["vllm"]), "replicas": replicas, "pp": pp}
@@ -167,6 +179,35 @@ def _workload(r: dict[str, str], model: str, hw: str) -> dict[str, Any]:
             "workloads": [{"name": "row", "engine": r["engine"] if r["engine"] in ENGINES else "vllm",
                            "traffic": traffic, "scheduler": scheduler}]}
 
+
+def _lognormal(median: float, mean: float, cap: float) -> dict[str, Any]:
+    """A log-normal with a dataset's median and mean, sigma = sqrt(2 ln(mean / median)), cut at its cap."""
+    return {"lognormal": {"median": median, "sigma": math.sqrt(2.0 * math.log(mean / median)), "max": cap}}
+
+
+def _uniform(mean: float, std: float) -> dict[str, Any]:
+    """A uniform with a dataset's mean and standard deviation (half-width sqrt(3) std): for a length whose median
+    lies above its mean, which no log-normal has."""
+    return {"uniform": [round(mean - math.sqrt(3.0) * std), round(mean + math.sqrt(3.0) * std)]}
+
+
+# MLPerf's datasets (the corpus's `lengths`): prompt and output lengths, derived from the per-sample token counts
+# that Harshith-umesh/mlperf-dashboard @ 5a43d27 (mlperf-data/summaries/*.csv) copies from the official dataset
+# files (its rows match the official sample counts, and its Mixtral and 405B output means are the READMEs'
+# tokens_per_sample, 144.84 and 684.68): data/serving/mlperf-benchmarks.md, "Length distributions". Outputs: the
+# run's own mean where MLCommons states it (Llama 2: "Tokens per sample: 294.45", with the reference answers'
+# median/mean shape, 190/218.89); Llama 3.1 8B's 128-token cap, which the runs reach (128.0-129.0 tokens a sample).
+# Caps: Llama 2's "input and output sequence lengths" at most 1,024 (processorca.py --seqlen_limit; the reference
+# SUT's max_new_tokens 1024), Mixtral's max_seq_len 2,048 and max_new_tokens 1024, Llama 3.1 8B's max_seq_len 2,048.
+DATASETS = {
+    "open-orca 24576": (_lognormal(152, 222.33, 1024), _lognormal(294.45 * 190 / 218.89, 294.45, 1024)),
+    "openorca+gsm8k+mbxp 15000": (_lognormal(283, 427.39, 2048), _lognormal(113, 144.84, 1024)),
+    "longbench+longdatacollections+ruler+govreport 8313": (_uniform(9428.64, 4066.94), _uniform(684.68, 260.78)),
+    "cnn-dailymail 13368": (_lognormal(784, 870.73, 2048), 128),
+}
+# requests a server run simulates per engine at each rate (an assumption: MLPerf runs at least ten minutes,
+# thousands of requests; two thousand hold a P99 to twenty requests)
+SERVER_REQUESTS = 8000
 
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 # a closed-loop row whose request count the source does not state: ten requests a client (an assumption: each
@@ -186,23 +227,36 @@ def predict(item: dict[str, Any]) -> float:
         x = s.rates[0]
         return float((x.requests + x.warmup_requests) * float(row["output_tokens"]) / x.simulated_s)
     if s.max_rate_at_slo_rps is not None:
-        out = np.mean([x.output_tokens_per_s / x.rate_rps for x in s.rates if x.rate_rps])
-        return float(s.max_rate_at_slo_rps * out)
+        # MLPerf's "Completed tokens per second" at the largest rate within the bounds: the run at that rate, its
+        # completions' tokens over the window (a served rate may outrun the engine by the 10 % the simulation
+        # tolerates; completions are what the figure counts)
+        at = copy.deepcopy(item["workloads"])
+        at["workloads"][0]["traffic"]["rates"] = [s.max_rate_at_slo_rps]
+        again = triage.evaluate(KV, at, analyse=False).evaluation
+        return float(next(iter(again.serving.values())).baseline.rates[0].output_tokens_per_s)
     return float(s.rates[0].output_tokens_per_s)
 
 
+def _predict_or_refusal(item: dict[str, Any]) -> float | str:
+    try:
+        return predict(item)
+    except UserError as exc:
+        return "the simulation refuses the system: " + str(exc).split(": ")[-1][:60]
+
+
 def price() -> tuple[list[dict[str, Any]], Counter[str]]:
-    """Every statable row with its prediction and error (predicted / published - 1)."""
+    """Every statable row with its prediction and error (predicted / published - 1), the rows simulated in one
+    process per core (each row's simulation is its own)."""
     items, skipped = rows()
+    with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
+        got = list(pool.map(_predict_or_refusal, items, chunksize=4))
     out = []
-    for item in items:
-        try:
-            got = predict(item)
-        except UserError as exc:
-            skipped["the simulation refuses the system: " + str(exc).split(": ")[-1][:60]] += 1
+    for item, g in zip(items, got, strict=True):
+        if isinstance(g, str):
+            skipped[g] += 1
             continue
         want = float(item["row"]["value"])
-        out.append({**item, "predicted": got, "error": got / want - 1 if want else math.nan})
+        out.append({**item, "predicted": g, "error": g / want - 1 if want else math.nan})
     return out, skipped
 
 

@@ -116,3 +116,32 @@ def test_an_offline_workload_prices_a_cache_claim_in_output_tokens_per_gpu():
     assert s.basis == "output_tokens_per_s"
     assert s.claim.kv_tokens == pytest.approx(2 * s.baseline.kv_tokens)
     assert s.gain >= 1.0
+
+
+def test_a_prefill_step_pays_the_request_cost_once_however_many_prompts_it_starts():
+    # by hand: 100 prompts start in one iteration: 10 ms + 5 ms of request cost, once (the step model's prefill
+    # step of batch 100 pays it once, and calibration fits it so): first tokens at 15 ms, not 10 + 100 x 5 ms
+    cost = _flat()
+    charged = IterationCost(cost.compute, cost.memory, 1.0, np.zeros(2), STEP, 0.005, 0.0, 1.0, 1e9)
+    r = Side(charged, Scheduler(max_seqs=128)).run(_closed("offline", 100), np.inf)
+    assert r.ttft_s.p99 == pytest.approx(STEP + 0.005)
+    assert r.simulated_s == pytest.approx(5 * STEP + 0.005)
+
+
+def _open(rate, n, output):
+    return Traffic((rate,), "poisson", 1.0, None, Lengths("fixed", 10), Lengths("fixed", output), n, 0, 0.1,
+                   None, None, None)
+
+
+def test_a_run_too_short_for_its_requests_is_not_a_steady_state():
+    # by hand: at 10 requests/s a request of 1,000 tokens takes about 10 s (10 ms a step) and the system holds
+    # λW = 100 of them; 200 requests arrive over 20 s, so the run is mostly the system filling from empty (its
+    # warm-up, 2 s, is shorter than W): about (18 - 10) x 10 = 80 of the window's 180 arrivals complete in it,
+    # whatever the engine's capacity (a batch of 128 at 10 ms a step serves 12,800 tokens/s, 10,000 asked).
+    # 2,000 requests (200 s, a warm-up of 20 s) reach a steady state.
+    short = Side(_flat(), Scheduler(max_seqs=128)).run(_open(10.0, 200, 1000), 10.0)
+    assert short.throughput_rps < 0.6 * 10.0
+    assert not short.slo_met
+    long = Side(_flat(), Scheduler(max_seqs=128)).run(_open(10.0, 2000, 1000), 10.0)
+    assert long.throughput_rps >= 0.9 * 10.0
+    assert long.slo_met

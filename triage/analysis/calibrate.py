@@ -45,7 +45,7 @@ from ..records import record
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
 COMPUTE = np.round(np.arange(0.30, 1.0001, 0.05), 2)
-# the fixed costs, linear in the time: per step, per layer of a step, per request, per sequence of a step
+# the fixed costs, linear in the time: per step, per layer of a step, per prefill step, per sequence of a step
 LINEAR = tuple(f"{k}_s" for k in catalog_mod.FIXED_COSTS)
 
 

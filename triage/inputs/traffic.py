@@ -95,9 +95,11 @@ class Lengths:
     kind: str                    # fixed | lognormal | uniform | trace
     a: float = 0.0               # the number, the median, or the low end
     b: float = 0.0               # sigma, or the high end
+    cap: float = math.inf        # lognormal: the longest a draw may be (a dataset's cap; longer draws are cut to it)
 
     def mean(self, column: np.ndarray | None) -> float:
-        """The mean length in tokens (a log-normal's is median·exp(sigma²/2)); ``column`` is the trace's."""
+        """The mean length in tokens (a log-normal's is median·exp(sigma²/2), its cap aside); ``column`` is the
+        trace's."""
         if self.kind == "trace":
             return float(np.mean(column)) if column is not None and len(column) else 0.0
         if self.kind == "lognormal":
@@ -150,7 +152,11 @@ def _lengths(doc: Document, path: tuple[Any, ...], value: Any, problems: list[Pr
     if isinstance(value, (int, float)):
         return Lengths("fixed", float(value))
     if "lognormal" in value:
-        return Lengths("lognormal", float(value["lognormal"]["median"]), float(value["lognormal"]["sigma"]))
+        spec = value["lognormal"]
+        if spec.get("max", math.inf) < spec["median"]:
+            problems.append(doc.problem(path + ("lognormal", "max"), (
+                f"a cap below the median ({spec['max']:g} < {spec['median']:g}) cuts more than half the draws")))
+        return Lengths("lognormal", float(spec["median"]), float(spec["sigma"]), float(spec.get("max", math.inf)))
     low, high = value["uniform"]
     if low > high:
         problems.append(doc.problem(path + ("uniform",), f"a range runs low to high: {low} > {high}"))
@@ -182,9 +188,10 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     if closed:
         for key in ("rate", "rates", "arrivals", "duration"):
             if key in raw:
+                when = "the run starts" if scenario == "offline" else "a client is free"
                 problems.append(doc.problem(path + (key,), (
-                    f"a {scenario} run sends each request as {'the run starts' if scenario == 'offline' else 'a client is free'}"
-                    f": no {key} (give requests{', clients' if scenario == 'closed_loop' else ''})")))
+                    f"a {scenario} run sends each request as {when}: no {key} (give requests"
+                    f"{', clients' if scenario == 'closed_loop' else ''})")))
         rates = ()
     if (scenario == "closed_loop") != ("clients" in raw):
         problems.append(doc.problem(path + ("clients",) if "clients" in raw else path, (

@@ -43,7 +43,7 @@ class Settings:
     bandwidth_efficiency: float
     compute_efficiency: float
     overhead_s: float
-    request_overhead_s: float         # a request's fixed cost (scheduling, sampling setup), paid once, at its prefill
+    request_overhead_s: float         # a prefill step's fixed cost (admission, setup), once for all its prompts
     layer_overhead_s: float           # a step's fixed cost per layer (kernel launches)
     sequence_overhead_s: float        # a step's fixed cost per sequence it carries (sampling, detokenizing, scheduling)
     slo_tpot_s: float | None

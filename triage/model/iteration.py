@@ -44,7 +44,9 @@ class IterationCost:
     busy_per_decode: float       # share of the SMs one decode sequence's attention keeps busy (1 with split KV)
     comm: np.ndarray             # 2 coefficients: 1, T
     step_s: float                # fixed per iteration: the step overhead and the layers' launches
-    request_s: float             # fixed per new request (its first prefill chunk)
+    request_s: float             # fixed per iteration that starts new requests (their first prefill chunks),
+                                 # however many: what the step model charges a prefill step of any batch, and
+                                 # what calibration fits (a TTFT row of batch B pays it once)
     sequence_s: float            # fixed per sequence an iteration carries (R): sampling, detokenizing, scheduling
     kv_bytes_per_token: float
     free_bytes: float            # HBM left for KV after weights and reserve
@@ -107,7 +109,7 @@ class IterationCost:
                 m /= max(min(1.0, r * self.busy_per_decode), 1e-9)
             total += c if c > m else m
         return (total + self.comm[0] + self.comm[1] * t + self.step_s + self.sequence_s * r
-                + self.request_s * new_requests)
+                + (self.request_s if new_requests > 0 else 0.0))
 
     @property
     def kv_tokens(self) -> float:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from ..inputs import units
 from ..inputs.catalog import FIXED_COSTS
 
-PER = dict(zip(FIXED_COSTS, ("per step", "per layer of a step", "per request", "per sequence of a step"),
+PER = dict(zip(FIXED_COSTS, ("per step", "per layer of a step", "per prefill step", "per sequence of a step"),
                strict=True))
 
 

@@ -12,7 +12,6 @@ from ..analysis.evaluation import Evaluation
 from ..inputs import units
 from ..serving.deployment import Served, SideResult
 
-
 # what a simulated gain is a ratio of (Served.basis), per GPU
 BASIS = {"max_rate_at_slo": "the largest rate at the SLO", "goodput": "goodput",
          "output_tokens_per_s": "output tokens/s"}
@@ -97,7 +96,8 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         rows = [{"rate": x.rate_rps, "side": side, "ttft_p50": _t(x.ttft_s.p50),
                  "ttft_p99": _t(x.ttft_s.p99), "tbt_p50": _t(x.tbt_s.p50), "tbt_p99": _t(x.tbt_s.p99),
                  "tpot_p50": _t(x.tpot_s.p50),
-                 "throughput": x.throughput_rps, "tokens": x.output_tokens_per_s, "goodput": x.goodput_rps, "batch": x.mean_batch,
+                 "throughput": x.throughput_rps, "tokens": x.output_tokens_per_s, "goodput": x.goodput_rps,
+                 "batch": x.mean_batch,
                  "within": x.goodput_rps / x.throughput_rps if x.throughput_rps > 0 else None,
                  "slo_met": x.slo_met if slo else None}
                 for x_b, x_c in zip(b.rates, c.rates, strict=True)

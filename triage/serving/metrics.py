@@ -118,7 +118,8 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> Ra
         throughput if closed else rate, ttft_s, tbt_s, tpot_s, _summary(e2e[finished]), throughput,
         float(req.output[completed].sum() / span), float(meets.sum() / span),
         # a rate is served only if the engine keeps up with it (completions within 10 % of arrivals: a growing
-        # queue fails whatever the latency bounds say) and the bounds hold
+        # queue, or a batch that grows without one, fails whatever the latency bounds say; so does a run shorter
+        # than about ten of its requests' latencies, whose window the system spends filling) and the bounds hold
         throughput >= STABLE * arrivals_in and _slo_met(traffic, ttft_s, tbt_s, tpot_s, finished.all()),
         out.batch_seconds / out.busy_s if out.busy_s else 0.0, out.preemptions, int(n - start), start,
         float(np.nanmax(out.done)),

@@ -33,7 +33,7 @@ def _lengths(spec: Lengths, trace: np.ndarray | None, n: int, rng: np.random.Gen
     if spec.kind == "fixed":
         out = np.full(n, spec.a)
     elif spec.kind == "lognormal":
-        out = spec.a * np.exp(spec.b * rng.standard_normal(n))
+        out = np.minimum(spec.a * np.exp(spec.b * rng.standard_normal(n)), spec.cap)
     elif spec.kind == "uniform":
         out = rng.uniform(spec.a, spec.b, n)
     else:

@@ -147,8 +147,8 @@ def parse_model(doc: Document, path: tuple[Any, ...], key: str, problems: list[P
     )
 
 
-# a step's fixed costs, as workload and engine-profile keys: per step, per layer of a step, per request (paid
-# with its prefill), per sequence a step carries
+# a step's fixed costs, as workload and engine-profile keys: per step, per layer of a step, per step that starts
+# requests (a prefill step, once however many prompts it takes: TTFT), per sequence a step carries
 FIXED_COSTS = ("overhead", "layer_overhead", "request_overhead", "sequence_overhead")
 
 
