@@ -290,8 +290,16 @@ def _links(raw: dict[str, Any], parse: Any) -> dict[str, Any]:
 
 
 def scheduler(raw: dict[str, Any] | None) -> Scheduler:
-    """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler."""
+    """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler. The
+    continuous policy with `chunked_prefill: true` is the chunked iteration with `max_batched_tokens` as its budget,
+    as vLLM's enable_chunked_prefill runs it: "By default, vLLM scheduler prioritizes prefills ... Once chunked
+    prefill is enabled, the policy is changed to prioritize decode requests" (vLLM's performance docs, quoted in
+    vllm-project/vllm#7874), max_num_batched_tokens the "Maximum number of tokens to be processed in a single
+    iteration" (vllm/config/scheduler.py, SchedulerConfig, v0.10.2)."""
     raw = dict(raw or {})
+    if raw.pop("chunked_prefill", False) and raw.get("policy", "continuous") == "continuous":
+        raw["policy"] = "chunked"
+        raw.setdefault("token_budget", raw.get("max_batched_tokens", Scheduler.max_batched_tokens))
     for key in ("link", "host_link"):
         if key in raw:
             raw[f"{key}_bytes_per_s"] = raw.pop(key)
