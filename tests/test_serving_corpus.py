@@ -11,9 +11,9 @@ from triage.inputs.traffic import SCENARIOS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "serving"
 COLUMNS = ["source_url", "source_version", "where", "quote", "engine", "engine_version", "model", "hf_model",
-           "hardware", "gpus", "tp", "pp", "replicas", "weights", "kv", "compute", "scenario", "clients", "requests",
-           "prompt_tokens", "output_tokens", "lengths", "slo_ttft_s", "slo_tpot_s", "slo_at", "metric", "value",
-           "notes"]
+           "hardware", "gpus", "tp", "pp", "replicas", "max_seqs", "max_batched_tokens", "weights", "kv", "compute",
+           "scenario", "clients", "requests", "prompt_tokens", "output_tokens", "lengths", "slo_ttft_s", "slo_tpot_s",
+           "slo_at", "metric", "value", "notes"]
 FILES = sorted(DATA.glob("*.csv"))
 
 
