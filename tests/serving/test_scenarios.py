@@ -156,3 +156,9 @@ def test_chunked_prefill_on_the_continuous_policy_is_the_chunked_iteration_at_it
     with pytest.raises(UserError, match="token_budget"):
         triage.evaluate(KV, _workload({"rates": [1], "requests": 100}, {"chunked_prefill": True,
                                                                           "max_batched_tokens": 64}), analyse=False)
+
+
+def test_a_closed_run_with_fewer_clients_than_engines_is_refused():
+    with pytest.raises(UserError, match="leaves engines idle"):
+        triage.evaluate(KV, _workload({"scenario": "offline", "requests": 100}, {"replicas": 64, "pp": 2}),
+                        analyse=False)

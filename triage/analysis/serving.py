@@ -112,6 +112,12 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         sched_b, sched_c = traffic_mod.scheduler(block.scheduler), traffic_mod.scheduler(merged)
         t = block.traffic
         assert t is not None
+        engines = max(s.replicas * s.pp for s in (sched_b, sched_c))
+        if t.closed and min(t.clients, t.requests) < engines:
+            raise UserError([_at(block, (
+                f"{'an' if t.scenario == 'offline' else 'a'} {t.scenario} run of {min(t.clients, t.requests):,} "
+                f"requests in flight on {engines:,} engines (replicas x pp) leaves engines idle, which the "
+                f"simulation does not price: as many clients as engines, or fewer replicas"))])
         if t.closed and "disaggregated" in (sched_b.policy, sched_c.policy):
             raise UserError([_at(block, f"a {t.scenario} run of the disaggregated policy is not simulated (its "
                                         f"pools' clients are not modelled): a server scenario, or another policy")])

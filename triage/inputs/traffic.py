@@ -190,7 +190,8 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
             if key in raw:
                 when = "the run starts" if scenario == "offline" else "a client is free"
                 problems.append(doc.problem(path + (key,), (
-                    f"a {scenario} run sends each request as {when}: no {key} (give requests"
+                    f"{'an offline' if scenario == 'offline' else 'a closed_loop'} run sends each request as {when}: "
+                    f"no {key} (give requests"
                     f"{', clients' if scenario == 'closed_loop' else ''})")))
         rates = ()
     if (scenario == "closed_loop") != ("clients" in raw):
