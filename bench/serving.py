@@ -18,7 +18,7 @@ Run with:  .venv/bin/python bench/serving.py          (not part of the test suit
    vidur (PyPI `vidur`) downloads its GPU profiles from the Hugging Face Hub at run time, which this machine
    cannot reach: no comparison is run.
 3. The serving corpus (bench/serving_corpus.py: data/serving/ and the serving rows of data/measurements/), each
-   published system figure stated as a workload and simulated, held out by source (no source here trained the
+   published system figure stated as a workload and simulated, held out by source (no document of it trained the
    engine profiles): median and max |error| by scenario, model class and chip vendor, and the rows left out.
 """
 
@@ -119,7 +119,7 @@ def sarathi() -> float:
 
 
 def corpus() -> None:
-    print("\n3. The serving corpus, held out by source (no source of it trained the engine profiles)")
+    print("\n3. The serving corpus, held out by source (no document of it trained the engine profiles)")
     start = time.perf_counter()
     priced, skipped = serving_corpus.price()
     print(f"   {len(priced)} published figures priced in {time.perf_counter() - start:.0f} s; left out:")

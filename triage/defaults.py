@@ -82,9 +82,6 @@ SLO_BATCHES = tuple(2 ** n for n in range(12))      # 1 … 2048: throughput at 
 # warm-up.
 SERVING_RATE_MIN, SERVING_RATE_MAX = 1e-6, 1e6
 SERVING_MIN_MEASURED = 9
-# requests one engine of a replicated (or pipelined) offline or closed-loop system simulates at least, when the
-# system's requests are spread over its engines (ten times the fewest a rate needs measured)
-SERVING_MIN_REQUESTS = 10 * SERVING_MIN_MEASURED
 
 # A workload more than this fraction slower with the claim is a regression; a SIMULATED workload (one with
 # traffic) within it of 1.0x counts as no change. Assumption, from a measurement: the serving simulation's

@@ -158,7 +158,21 @@ def test_chunked_prefill_on_the_continuous_policy_is_the_chunked_iteration_at_it
                                                                           "max_batched_tokens": 64}), analyse=False)
 
 
-def test_a_closed_run_with_fewer_clients_than_engines_is_refused():
-    with pytest.raises(UserError, match="leaves engines idle"):
-        triage.evaluate(KV, _workload({"scenario": "offline", "requests": 100}, {"replicas": 64, "pp": 2}),
-                        analyse=False)
+@pytest.mark.parametrize(("traffic", "scheduler", "says"), [
+    ({"scenario": "offline", "requests": 100}, {"replicas": 64, "pp": 2}, "leave each 1 measured"),
+    ({"scenario": "closed_loop", "clients": 5, "requests": 400}, {"replicas": 4}, "do not split evenly"),
+    ({"scenario": "offline", "requests": 400}, {"pp": 64}, "64 pipeline stages for 32 layers"),
+    ({"rates": [1], "requests": 100}, {"policy": "static", "chunked_prefill": True}, "belongs to the continuous"),
+])
+def test_a_system_the_requests_cannot_spread_over_is_refused(traffic, scheduler, says):
+    with pytest.raises(UserError, match=says):
+        triage.evaluate(KV, _workload(traffic, scheduler), analyse=False)
+
+
+def test_an_offline_system_is_its_engines_each_with_its_share_of_the_requests():
+    # by hand: 200 requests on 4 replicas are 4 engines of 50 each: the system's tokens/s four times one
+    # engine's offline run of 50 requests (the same GPUs' worth each)
+    one = Side(_flat(), Scheduler()).run(_closed("offline", 50, output=20), np.inf)
+    four = Side(_flat(), Scheduler(replicas=4)).run(_closed("offline", 200, output=20), np.inf)
+    assert four.output_tokens_per_s == pytest.approx(4 * one.output_tokens_per_s)
+    assert four.requests + four.warmup_requests == 50

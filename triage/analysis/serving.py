@@ -6,12 +6,13 @@ on those cells is the simulation's (its largest rate at the SLO, or its goodput)
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..defaults import LIMITS
+from ..defaults import LIMITS, SERVING_MIN_MEASURED
 from ..errors import Problem, UserError
 from ..inputs import traffic as traffic_mod
 from ..inputs.claim import Claim
@@ -49,7 +50,7 @@ def work(side: Side, traffic: Traffic) -> float:
     output token, and each request's prefill iterations (a chunked prompt at least ceil(prompt / token_budget))
     and the two events (arrival, completion) that end a run of decode steps. The sequences each iteration
     visits, the rate search and preemptions are charged as the simulation runs (Budget)."""
-    req = requests(traffic, 1.0, min(side.cost.kv_tokens, side.window))
+    req = requests(side.engine_traffic(traffic), 1.0, min(side.cost.kv_tokens, side.window))
     s = side.scheduler
     prefills = float(np.ceil(req.prompt / s.token_budget).sum()) if s.policy == "chunked" else float(len(req))
     return float(req.output.sum()) + (prefills + 2.0 * len(req)) * ITERATION_STEPS
@@ -90,6 +91,22 @@ def _at(block: Settings, message: str) -> Problem:
     return Problem(block.name, path="$.traffic", message=message)
 
 
+def _split_problem(t: Traffic, engines: int) -> str | None:
+    """What keeps a closed run from spreading evenly over a system's engines (replicas x pp), or None: a closed
+    loop's clients must split whole, and each engine keep enough requests to measure."""
+    if not t.closed or engines == 1:
+        return None
+    clients = min(t.clients, t.requests)
+    if t.scenario == "closed_loop" and clients % engines:
+        return (f"{clients:,} clients do not split evenly over {engines:,} engines (replicas x pp): a multiple of "
+                f"{engines:,}, or another system")
+    measured = round(t.requests / engines) - int(math.floor(t.warmup * round(t.requests / engines)))
+    if measured < SERVING_MIN_MEASURED:
+        return (f"{t.requests:,} requests over {engines:,} engines leave each {measured} measured after the warm-up; "
+                f"a run needs {SERVING_MIN_MEASURED}: more requests or fewer engines")
+    return None
+
+
 def run_budget() -> Budget:
     """The token-steps one run may simulate (limit serving_work), to share between its simulations."""
     return Budget(LIMITS.serving_work)
@@ -112,12 +129,12 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         sched_b, sched_c = traffic_mod.scheduler(block.scheduler), traffic_mod.scheduler(merged)
         t = block.traffic
         assert t is not None
-        engines = max(s.replicas * s.pp for s in (sched_b, sched_c))
-        if t.closed and min(t.clients, t.requests) < engines:
-            raise UserError([_at(block, (
-                f"{'an' if t.scenario == 'offline' else 'a'} {t.scenario} run of {min(t.clients, t.requests):,} "
-                f"requests in flight on {engines:,} engines (replicas x pp) leaves engines idle, which the "
-                f"simulation does not price: as many clients as engines, or fewer replicas"))])
+        for s in (sched_b, sched_c):
+            layers = m.models[mi].num_hidden_layers
+            wrong = (f"{where}: {s.pp} pipeline stages for {layers} layers (a stage holds whole layers)"
+                     if s.pp > layers else _split_problem(t, s.replicas * s.pp))
+            if wrong:
+                raise UserError([_at(block, wrong)])
         if t.closed and "disaggregated" in (sched_b.policy, sched_c.policy):
             raise UserError([_at(block, f"a {t.scenario} run of the disaggregated policy is not simulated (its "
                                         f"pools' clients are not modelled): a server scenario, or another policy")])

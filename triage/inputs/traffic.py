@@ -270,6 +270,9 @@ def scheduler_problem(raw: dict[str, Any]) -> str | None:
     and prompt chunks up to the budget, so a budget below the sequences it runs starves the prompts (one token
     an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be greater than or equal to
     max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit f0de1a6)."""
+    if "chunked_prefill" in raw and raw.get("policy", "continuous") != "continuous":
+        return (f"chunked_prefill belongs to the continuous policy (the {raw['policy']} policy chunks "
+                f"{'its prompts already' if raw['policy'] == 'chunked' else 'nothing'}): leave it out")
     s = scheduler(raw)
     if s.policy == "chunked" and s.token_budget < s.max_seqs:
         return (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves the prompts no "

@@ -107,12 +107,13 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         s = b.scheduler_config
         engines = s.replicas * s.pp
         system = (f"; {s.replicas} replica(s) x {s.pp} pipeline stage(s): {engines} engines, each simulated "
-                  f"with 1/{engines} of the {'clients' if t.closed else 'rate'}" if engines > 1 else "")
+                  f"with 1/{engines} of the {'requests' if t.closed else 'rate'} (the requests, warm-up, mean batch, "
+                  f"KV room and simulated time shown are one engine's)" if engines > 1 else "")
         load = (f"{first.requests + first.warmup_requests:,} requests" if t.closed
                 else f"{first.requests + first.warmup_requests:,} requests a rate, {arrivals}")
         out.append({
             "workload": block.name, "model": m.models[mi].label, "hardware": m.hardware[hi].key,
-            "scenario": SCENARIO[t.scenario].format(clients=t.clients), "closed": t.closed,
+            "scenario": SCENARIO[t.scenario].format(clients=min(t.clients, t.requests)), "closed": t.closed,
             "traffic": (f"{load}; the first {first.warmup_requests:,} (warm-up) left out of the statistics; "
                         f"{'the run' if t.closed else 'the lowest rate'} simulates {_t(first.simulated_s)}"
                         f"{system}"),

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import SERVING_MEMO_RUNS, SERVING_MIN_REQUESTS
+from ..defaults import SERVING_MEMO_RUNS
 from ..inputs.traffic import Scheduler, Traffic
 from ..model.iteration import IterationCost
 from ..records import record
@@ -82,10 +82,8 @@ class Side:
             hit = _MEMO.get(key)
         if hit is not None and hit[0] is traffic:
             return hit[1]
-        units = self.scheduler.replicas * self.scheduler.pp
-        one = traffic if units == 1 or not traffic.closed else replace(
-            traffic, requests=max(math.ceil(traffic.requests / units), SERVING_MIN_REQUESTS),
-            clients=max(math.ceil(traffic.clients / units), 1))
+        units = self.engines()
+        one = self.engine_traffic(traffic)
         req = requests(one, rate / units, min(self.cost.kv_tokens, self.window))
         measured = np.arange(len(req)) >= int(np.floor(traffic.warmup * len(req)))
         out = statistics(req, simulate(req, self.cost, self.scheduler, measured=measured, budget=self.budget),
@@ -101,6 +99,21 @@ class Side:
                 _MEMO.pop(next(iter(_MEMO)))
             _MEMO[key] = (traffic, out)     # the traffic kept alive with its entry: its id stays its own
         return out
+
+    def engines(self) -> int:
+        """Engines the system runs: replicas x pipeline stages (a micro-batch each)."""
+        return self.scheduler.replicas * self.scheduler.pp
+
+    def engine_traffic(self, traffic: Traffic) -> Traffic:
+        """What one engine runs: an open loop, every request at 1/engines of the rate (the same traffic); a closed
+        run, its share of the requests (rounded to the nearest whole request; the memo shows the count) and of the
+        clients (whole: analysis/serving.py refuses a closed loop whose clients do not split; offline, every
+        request of its share)."""
+        units = self.engines()
+        if units == 1 or not traffic.closed:
+            return traffic
+        n = max(round(traffic.requests / units), 1)
+        return replace(traffic, requests=n, clients=n if traffic.scenario == "offline" else traffic.clients // units)
 
     def _fingerprint(self) -> tuple[Any, ...]:
         c = self.cost
