@@ -91,20 +91,20 @@ def _at(block: Settings, message: str) -> Problem:
     return Problem(block.name, path="$.traffic", message=message)
 
 
-def _split_problem(t: Traffic, engines: int) -> str | None:
-    """What keeps a closed run from spreading evenly over a system's engines (replicas x pp), or None: a closed
-    loop's clients must split whole, and each engine keep enough requests to measure."""
+def _check_split(block: Settings, t: Traffic, engines: int) -> None:
+    """A closed run must spread evenly over a system's engines (replicas x pp): a closed loop's clients split
+    whole, and each engine keeps enough requests to measure (an addressed error otherwise)."""
     if not t.closed or engines == 1:
-        return None
+        return
     clients = min(t.clients, t.requests)
     if t.scenario == "closed_loop" and clients % engines:
-        return (f"{clients:,} clients do not split evenly over {engines:,} engines (replicas x pp): a multiple of "
-                f"{engines:,}, or another system")
+        raise UserError([_at(block, f"{clients:,} clients do not split evenly over {engines:,} engines (replicas x "
+                                    f"pp): a multiple of {engines:,}, or another system")])
     measured = round(t.requests / engines) - int(math.floor(t.warmup * round(t.requests / engines)))
     if measured < SERVING_MIN_MEASURED:
-        return (f"{t.requests:,} requests over {engines:,} engines leave each {measured} measured after the warm-up; "
-                f"a run needs {SERVING_MIN_MEASURED}: more requests or fewer engines")
-    return None
+        raise UserError([_at(block, f"{t.requests:,} requests over {engines:,} engines leave each {measured} "
+                                    f"measured after the warm-up; a run needs {SERVING_MIN_MEASURED}: more requests "
+                                    f"or fewer engines")])
 
 
 def run_budget() -> Budget:
@@ -131,10 +131,10 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         assert t is not None
         for s in (sched_b, sched_c):
             layers = m.models[mi].num_hidden_layers
-            wrong = (f"{where}: {s.pp} pipeline stages for {layers} layers (a stage holds whole layers)"
-                     if s.pp > layers else _split_problem(t, s.replicas * s.pp))
-            if wrong:
-                raise UserError([_at(block, wrong)])
+            if s.pp > layers:
+                raise UserError([_at(block, f"{where}: {s.pp} pipeline stages for {layers} layers (a stage holds "
+                                            f"whole layers)")])
+            _check_split(block, t, s.replicas * s.pp)
         if t.closed and "disaggregated" in (sched_b.policy, sched_c.policy):
             raise UserError([_at(block, f"a {t.scenario} run of the disaggregated policy is not simulated (its "
                                         f"pools' clients are not modelled): a server scenario, or another policy")])
