@@ -176,3 +176,10 @@ def test_an_offline_system_is_its_engines_each_with_its_share_of_the_requests():
     four = Side(_flat(), Scheduler(replicas=4)).run(_closed("offline", 200, output=20), np.inf)
     assert four.output_tokens_per_s == pytest.approx(4 * one.output_tokens_per_s)
     assert four.requests + four.warmup_requests == 50
+
+
+def test_the_json_says_how_many_engines_a_sides_figures_are_split_over():
+    r = triage.evaluate(KV, _workload({"scenario": "offline", "requests": 400}, {"replicas": 4}))
+    served = r.to_dict()["cells"][0]["serving"]
+    assert served["baseline"]["engines"] == served["claim"]["engines"] == 4
+    assert served["baseline"]["gpus"] == 4

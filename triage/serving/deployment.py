@@ -33,6 +33,7 @@ class SideResult:
     scheduler: str
     scheduler_config: Scheduler
     gpu_seconds_per_request: float
+    engines: int = 1             # replicas x pp: each rate's batch, preemptions, requests and time are one engine's
 
 
 @record
@@ -147,7 +148,7 @@ def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
         # GPU-seconds a request costs at the rate the gain reads
         rate = best[name] if basis == "max_rate_at_slo" else rates[name][-1].goodput_rps
         return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
-                          n / rate if rate else float("nan"))
+                          n / rate if rate else float("nan"), side.engines())
     return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)
 
 
@@ -159,7 +160,7 @@ def _closed(base: Side, claim: Side, traffic: Traffic) -> Served:
         stats = side.run(traffic, math.inf)
         n = side.gpus()
         out[name] = SideResult((stats,), None, n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
-                               n / stats.throughput_rps if stats.throughput_rps else float("nan"))
+                               n / stats.throughput_rps if stats.throughput_rps else float("nan"), side.engines())
     b, c = out["baseline"], out["claim"]
     tb, tc = b.rates[0].output_tokens_per_s / b.gpus, c.rates[0].output_tokens_per_s / c.gpus
     return Served(b, c, tc / tb if tb > 0 else float("nan"), "output_tokens_per_s")
