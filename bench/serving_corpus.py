@@ -59,11 +59,12 @@ SCHEDULERS = {"tensorrt-llm": TRTLLM_SCHEDULER, "vllm": {"policy": "continuous",
 HARDWARE = {"gb200": "gb200", "gb200 nvl72": "gb200"}
 
 
-def _measurement_rows(skipped: Counter[str]) -> list[dict[str, str]]:
-    """The offline rows of data/measurements (phase generation, no batch, "infinite rate") as serving rows."""
+def _measurement_rows(measured: dict[str, list[dict[str, str]]], skipped: Counter[str]) -> list[dict[str, str]]:
+    """The serving rows of data/measurements (``measured``: its rows by file; phase generation, no batch, run "at
+    infinite rate" or at a stated QPS) as serving-corpus rows."""
     out = []
-    for f in sorted(fidelity.DATA.glob("*.csv")):
-        for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines()):
+    for name, rows_ in measured.items():
+        for r in rows_:
             notes = r["notes"].lower()
             if r["phase"] != "generation" or r["batch"] or r["metric"] != "tokens_per_s":
                 continue
@@ -80,7 +81,7 @@ def _measurement_rows(skipped: Counter[str]) -> list[dict[str, str]]:
             # the Triton runs at a finite QPS: a server at that Poisson rate (the benchmark's arrivals, assumed),
             # no bounds, its output tokens/s what the table reports
             scenario, qps = ("server", rate.group(1)) if rate else ("offline", "")
-            out.append({**r, "source": f.name, "scenario": scenario, "rate": qps, "requests": str(n),
+            out.append({**r, "source": name, "scenario": scenario, "rate": qps, "requests": str(n),
                         "tp": r["gpus"], "pp": "1", "replicas": "1", "clients": "", "lengths": "fixed",
                         "slo_ttft_s": "", "slo_tpot_s": "", "slo_at": ""})
     return out
@@ -122,11 +123,12 @@ def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
     cat = catalog.load()
     skipped: Counter[str] = Counter()
     trained = {r["source"] for r in fidelity.rows()}
-    measured = _measurement_rows(skipped)
+    files = {f.name: list(csv.DictReader(f.read_text(encoding="utf-8").splitlines()))
+             for f in sorted(fidelity.DATA.glob("*.csv"))}
+    measured = _measurement_rows(files, skipped)
     # every document data/measurements quotes, at any version: a serving row from one of them is either a figure
     # the profiles trained on or one priced from data/measurements already
-    documents = {document(r["source_url"]) for f in sorted(fidelity.DATA.glob("*.csv"))
-                 for r in csv.DictReader(f.read_text(encoding="utf-8").splitlines())}
+    documents = {document(r["source_url"]) for rows_ in files.values() for r in rows_}
     serving = []
     for r in _serving_rows():
         why = _statable(r, documents)

@@ -91,16 +91,19 @@ def _at(block: Settings, message: str) -> Problem:
     return Problem(block.name, path="$.traffic", message=message)
 
 
-def _check_split(block: Settings, t: Traffic, engines: int) -> None:
+def _check_split(block: Settings, t: Traffic, side: Side) -> None:
     """A closed run must spread evenly over a system's engines (replicas x pp): a closed loop's clients split
-    whole, and each engine keeps enough requests to measure (an addressed error otherwise)."""
+    whole, and each engine keeps enough of its share (Side.engine_traffic) to measure (an addressed error
+    otherwise)."""
+    engines = side.engines()
     if not t.closed or engines == 1:
         return
     clients = min(t.clients, t.requests)
     if t.scenario == "closed_loop" and clients % engines:
         raise UserError([_at(block, f"{clients:,} clients do not split evenly over {engines:,} engines (replicas x "
                                     f"pp): a multiple of {engines:,}, or another system")])
-    measured = round(t.requests / engines) - int(math.floor(t.warmup * round(t.requests / engines)))
+    n = side.engine_traffic(t).requests
+    measured = n - int(math.floor(t.warmup * n))
     if measured < SERVING_MIN_MEASURED:
         raise UserError([_at(block, f"{t.requests:,} requests over {engines:,} engines leave each {measured} "
                                     f"measured after the warm-up; a run needs {SERVING_MIN_MEASURED}: more requests "
@@ -129,18 +132,18 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         sched_b, sched_c = traffic_mod.scheduler(block.scheduler), traffic_mod.scheduler(merged)
         t = block.traffic
         assert t is not None
-        for s in (sched_b, sched_c):
-            layers = m.models[mi].num_hidden_layers
-            if s.pp > layers:
-                raise UserError([_at(block, f"{where}: {s.pp} pipeline stages for {layers} layers (a stage holds "
-                                            f"whole layers)")])
-            _check_split(block, t, s.replicas * s.pp)
         if t.closed and "disaggregated" in (sched_b.policy, sched_c.policy):
             raise UserError([_at(block, f"a {t.scenario} run of the disaggregated policy is not simulated (its "
                                         f"pools' clients are not modelled): a server scenario, or another policy")])
+        layers = m.models[mi].num_hidden_layers
+        for s in (sched_b, sched_c):
+            if s.pp > layers:
+                raise UserError([_at(block, f"{where}: {s.pp} pipeline stages for {layers} layers (a stage holds "
+                                            f"whole layers)")])
         base = Side(staged(cell_cost(m, claim, g, i, "baseline"), sched_b.pp), sched_b, window, tp_b, budget)
         new = Side(staged(cell_cost(m, claim, g, i, "claim"), sched_c.pp), sched_c, window, tp_c, budget)
         for side in (base, new):
+            _check_split(block, t, side)
             if side.cost.kv_tokens < 2 * side.scheduler.block_size:
                 raise UserError([_at(block, (
                     f"{where}: the weights leave no room for a request's KV cache ({side.cost.kv_tokens:,.0f} "

@@ -45,6 +45,7 @@ POLICIES = ("static", "continuous", "chunked", "disaggregated")
 # closed_loop (N clients, each sending its next request when the last completes: benchmark_serving.py
 # --max-concurrency, genai-perf --concurrency)
 SCENARIOS = ("server", "interactive", "offline", "closed_loop")
+CLOSED = ("offline", "closed_loop")          # the scenarios whose requests arrive as earlier ones complete
 
 
 @record
@@ -135,7 +136,7 @@ class Traffic:
     @property
     def closed(self) -> bool:
         """Whether requests arrive as earlier ones complete (offline, closed_loop), not at a rate."""
-        return self.scenario in ("offline", "closed_loop")
+        return self.scenario in CLOSED
 
     def step_context(self) -> int:
         """The context, in tokens, of the step-level cell a traffic workload shows when it states none: the
@@ -182,7 +183,7 @@ def parse(doc: Document, path: tuple[Any, ...], base: Path, problems: list[Probl
     if kind != "trace" and any(v.kind == "trace" for v in lengths.values()):
         problems.append(doc.problem(path, "prompt or output lengths from 'trace' need arrivals: {trace: FILE}"))
     scenario = raw.get("scenario", "server")
-    closed = scenario in ("offline", "closed_loop")
+    closed = scenario in CLOSED
     rates = tuple(sorted({float(r) for r in (raw["rates"] if "rates" in raw else [raw["rate"]] if "rate" in raw
                                               else [])}))
     if closed:

@@ -104,8 +104,7 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
                 for side, x in (("baseline", x_b), ("claim", x_c))]
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
                     "trace": "the trace's arrival gaps scaled to each rate"}[t.arrivals]
-        s = b.scheduler_config
-        engines = s.replicas * s.pp
+        s, engines = b.scheduler_config, b.engines
         system = (f"; {s.replicas} replica(s) x {s.pp} pipeline stage(s): {engines} engines, each simulated "
                   f"with 1/{engines} of the {'requests' if t.closed else 'rate'} (the requests, warm-up, mean batch, "
                   f"KV room and simulated time shown are one engine's)" if engines > 1 else "")

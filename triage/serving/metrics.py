@@ -84,8 +84,8 @@ def statistics(req: Requests, out: Outcome, traffic: Traffic, rate: float) -> Ra
     keep = np.arange(start, n)
     # a closed scenario's requests were sent as clients came free (the outcome knows when); its window runs to
     # the last completion, as a benchmark's duration does
-    arrival = out.arrival if out.arrival is not None else req.arrival
-    closed = out.arrival is not None
+    closed = traffic.closed
+    arrival = req.arrival if out.arrival is None else out.arrival
     window = (float(arrival[start]), float(np.nanmax(out.done)) if closed else float(arrival[-1]))
     span = max(window[1] - window[0], 1e-12)
     done = out.done[keep]
