@@ -43,7 +43,8 @@ def _pinned(f: calibrate.Fitted) -> list[str]:
 def _range(span: FittedRange) -> str:
     """A chip entry's regime as the catalog writes it: cells outside it take the engine's default values."""
     return (f"{{phases: [{', '.join(span.phases)}], batch: [{span.batch[0]:g}, {span.batch[1]:g}], "
-            f"context: [{span.context[0]:g}, {span.context[1]:g}], weights: [{', '.join(span.weights)}]}}")
+            f"context: [{span.context[0]:g}, {span.context[1]:g}], weights: [{', '.join(span.weights)}], "
+            f"tp: [{span.tp[0]:g}, {span.tp[1]:g}]}}")
 
 
 def _half(rows: list[calibrate.Row]) -> str:

@@ -77,11 +77,14 @@ def _phases(r: calibrate.Row) -> tuple[str, ...]:
 
 
 def fitted_range(rows: list[calibrate.Row]) -> FittedRange:
-    """The regime rows span (a whole generation covers both phases): phases, batch, context, weight formats."""
+    """The regime rows span (a whole generation covers both phases): phases, batch, context, weight formats,
+    tensor-parallel degrees."""
     batch = [float(r.spec["batch"]) for r in rows]
     context = [float(r.spec["context"]) for r in rows]
+    tp = [float(r.spec["tp"]) for r in rows]
     return FittedRange(tuple(sorted({p for r in rows for p in _phases(r)})), (min(batch), max(batch)),
-                       (min(context), max(context)), tuple(sorted({str(r.spec["weights"]) for r in rows})))
+                       (min(context), max(context)), tuple(sorted({str(r.spec["weights"]) for r in rows})),
+                       (min(tp), max(tp)))
 
 
 def in_range(r: calibrate.Row, span: FittedRange) -> bool:

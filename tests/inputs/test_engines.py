@@ -148,6 +148,28 @@ def test_a_chip_entry_is_used_only_inside_the_range_its_rows_span(batch, weights
                                      "at batch 64–1,024, 128–2,048 tokens, fp8 weights: 1 cell(s) of trt lie outside")
 
 
+def test_a_chip_entry_at_another_tensor_parallel_degree_is_used_and_said():
+    """vLLM's mi300x entry was fitted on eight-GPU rows (engines.yaml: tp [8, 8]). A one-GPU cell keeps it: its
+    0.1 ms a sequence is the host's, whatever the split, and bench/serving.py prices MLPerf's one-GPU MI300X
+    systems closer with it than with the default (server +0.8 % against +38 %); the memo says which degree the
+    rows ran at."""
+    vllm = catalog.load().engines["vllm"]
+    assert vllm.ranges["mi300x"].tp == (8.0, 8.0)
+    w = {"defaults": {"model": "llama-2-70b", "hardware": "mi300x", "engine": "vllm", "tp": 1,
+                      "precision": {"weights": "fp8"}},
+         "workloads": [{"name": "one-gpu", "phase": "decode", "context": 1024, "batch": 32}]}
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    # the entry's per-sequence cost, 32 sequences of 0.1 ms, not the default's 6.29 µs
+    assert d["cells"][0]["baseline"]["step_terms_s"]["sequences"] == pytest.approx(32 * 0.1e-3)
+    said = [x["message"] for x in d["warnings"] if x["code"] == "profile-tp"]
+    assert said == ["the vllm profile's mi300x entry was fitted on steps split over 8 GPU(s) (tp); one-gpu runs at "
+                    "tp 1 and is priced with it: its per-sequence and per-request costs are the host's, its "
+                    "efficiencies a 8-GPU step's (bandwidth-bound steps can differ most)"]
+    w["defaults"]["tp"] = 8
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert not [x for x in d["warnings"] if x["code"] == "profile-tp"]
+
+
 def test_a_range_under_a_profiles_default_is_refused(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("engines:\n  mine:\n    default: {bandwidth: 0.8, range: {batch: [1, 8]}}\n"
@@ -159,7 +181,9 @@ def test_a_range_under_a_profiles_default_is_refused(tmp_path):
 
 @pytest.mark.parametrize("rng,message", [("{batch: [8, 1]}", "a range runs from its lowest to its highest value"),
                                          ("{context: [1, .inf]}", "range.context"),
-                                         ("{batch: [1, 1e12]}", "range.batch")])
+                                         ("{batch: [1, 1e12]}", "range.batch"),
+                                         ("{tp: [8, 2]}", "a range runs from its lowest to its highest value"),
+                                         ("{tp: [1, 1e6]}", "range.tp")])
 def test_a_chip_ranges_bounds_are_checked(tmp_path, rng, message):
     f = tmp_path / "p.yaml"
     f.write_text("engines:\n  mine:\n    default: {bandwidth: 0.8}\n"

@@ -193,6 +193,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             r = engine.ranges[chip]
             found.append(Notice("profile-range", (block.name,), engine.key, chip, r.phases,
                                 (*r.batch, *r.context, float(mask.sum())), r.weights))
+    for b, h in m.other_tp:
+        block, chip = m.blocks[b], m.hardware[h].key
+        if block.engine is not None:
+            found.append(Notice("profile-tp", (block.name,), block.engine.key, chip,
+                                numbers=(*block.engine.ranges[chip].tp, float(block.tp))))
     missed = unsimulated(claim.change)
     if missed and served:
         found.append(Notice("serving-unpriced", tuple(dict.fromkeys(m.blocks[b].name for b, _, _ in served)),

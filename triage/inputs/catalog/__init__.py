@@ -160,12 +160,19 @@ class FittedRange:
     batch: tuple[float, float]
     context: tuple[float, float]
     weights: tuple[str, ...]                  # empty: any
+    tp: tuple[float, float] = (1.0, math.inf)  # tensor-parallel degrees its rows ran at (a cell at another is
+                                               # priced with the entry and warned about: bench/serving.py found
+                                               # the entries transfer across tp better than the default does)
 
     def covers_weights(self, fmt: str) -> bool:
         """Whether the rows' weight formats include ``fmt`` (bf16 and fp16 are one format: same bytes, same
         kernels' speed)."""
         same = {"bf16": "fp16"}
         return not self.weights or same.get(fmt, fmt) in {same.get(w, w) for w in self.weights}
+
+    def covers_tp(self, tp: float) -> bool:
+        """Whether the rows ran at this tensor-parallel degree (within their lowest and highest)."""
+        return self.tp[0] <= tp <= self.tp[1]
 
     def contains(self, decode: Any, batch: Any, context: Any, weights: str) -> Any:
         """Whether cells (decode flag, batch, context; arrays or numbers) lie in the regime: what the matrix asks
@@ -223,11 +230,12 @@ def parse_engine(doc: Document, path: tuple[Any, ...], key: str, problems: list[
         return FittedRange(tuple(r.get("phases", ("decode", "prefill"))),
                            (float(r["batch"][0]), float(r["batch"][1])) if "batch" in r else (1.0, math.inf),
                            (float(r["context"][0]), float(r["context"][1])) if "context" in r else (1.0, math.inf),
-                           tuple(r.get("weights", ())))
+                           tuple(r.get("weights", ())),
+                           (float(r["tp"][0]), float(r["tp"][1])) if "tp" in r else (1.0, math.inf))
 
     chips = entry.get("hardware", {})
     for hw, v in chips.items():
-        for axis in ("batch", "context"):
+        for axis in ("batch", "context", "tp"):
             lo_hi = v.get("range", {}).get(axis)
             if lo_hi and lo_hi[0] > lo_hi[1]:
                 problems.append(doc.problem(path + ("hardware", hw, "range", axis), (
