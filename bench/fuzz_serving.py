@@ -102,7 +102,9 @@ def scheduler(rng: random.Random) -> dict:
             "preemption": ["recompute", "swap"], "kv": ["paged", "reserve"], "reserve": ["oracle", "pow2", "max"],
             "max_length": [1, 2048, 100000], "prefill_gpus": [1, 2, 8], "decode_gpus": [1, 2, 8],
             "link": ["300 GB/s", "25 GB/s", "1 TB/s"], "host_link": ["25 GB/s", "64 GB/s"],
-            "link_latency": [0, "10 us", "1 ms"], "prefix_caching": [True, False], "block_size": [1, 16, 256]}
+            "link_latency": [0, "10 us", "1 ms"], "prefix_caching": [True, False], "block_size": [1, 16, 256],
+            "chunked_prefill": [True, False], "replicas": [1, 2, 8], "pp": [1, 2, 4],
+            "scheduler_steps": [1, 2, 8, 256]}
     return {k: pick(rng, v, 0.85) for k, v in keys.items() if rng.random() < 0.4}
 
 
@@ -113,7 +115,11 @@ def engine_file(rng: random.Random, folder: Path) -> str:
               "sequence_overhead": pick(rng, ["0 us", "6 us", "2 ms"])}
     profile = {"default": {k: v for k, v in values.items() if rng.random() < 0.8}}
     if rng.random() < 0.5:
-        profile["hardware"] = {rng.choice(["a100-80gb", "h100-sxm", "nope"]): dict(values)}
+        chip = dict(values)
+        if rng.random() < 0.5:       # the regime its rows span (a cell outside it takes the default)
+            chip["range"] = {"batch": pick(rng, [[1, 64], [8, 1], [1, 1e12]]),
+                             "tp": pick(rng, [[1, 1], [2, 8], [8, 1]])}
+        profile["hardware"] = {rng.choice(["a100-80gb", "h100-sxm", "nope"]): chip}
     path = folder / f"e{rng.randrange(10 ** 9)}.yaml"
     path.write_text(yaml.safe_dump({"engines": {"fuzz": profile}}, allow_unicode=True))
     return str(path)

@@ -71,6 +71,8 @@ class Scheduler:
                                          # spread evenly: each sees 1/replicas of the rate or the clients)
     pp: int = 1                          # pipeline stages of one instance (each tp GPUs): pp micro-batches in
                                          # flight, the weights spread over tp x pp GPUs
+    scheduler_steps: int = 1             # continuous: decode steps one scheduler call runs (vLLM's multi-step
+                                         # num_scheduler_steps): admissions wait for the call's end
 
 
 @record
@@ -274,6 +276,10 @@ def scheduler_problem(raw: dict[str, Any]) -> str | None:
     if "chunked_prefill" in raw and raw.get("policy", "continuous") != "continuous":
         return (f"chunked_prefill belongs to the continuous policy (the {raw['policy']} policy chunks "
                 f"{'its prompts already' if raw['policy'] == 'chunked' else 'nothing'}): leave it out")
+    if raw.get("scheduler_steps", 1) > 1 and (raw.get("policy", "continuous") != "continuous"
+                                               or raw.get("chunked_prefill")):
+        return ("scheduler_steps (multi-step decoding) is modelled on the continuous policy without chunked "
+                "prefill only (vLLM runs chunked prefill under multi-step on another path): leave it out")
     s = scheduler(raw)
     if s.policy == "chunked" and s.token_budget < s.max_seqs:
         return (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves the prompts no "

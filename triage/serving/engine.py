@@ -85,6 +85,12 @@ class Engine:
         self.sketch = GapSketch()        # ... then here, in fixed memory
         self.busy_s = self.batch_seconds = 0.0
         self.preemptions = 0
+        # multi-step scheduling (vLLM's num_scheduler_steps): a scheduler call runs this many decode steps; a
+        # waiting request starts at the call's end, and a sequence that finishes inside it keeps its slot, its KV
+        # and its share of the steps (``spent``) to the end
+        self.call_steps = sched.scheduler_steps
+        self.call_left = 0               # decode steps the running call has left
+        self.spent: list[bool] = [False] * n
 
     # -- admission -------------------------------------------------------------------------------------------
     def _arrive(self) -> None:
@@ -164,26 +170,45 @@ class Engine:
             self.gaps, self.weights = [], []
 
     def _finish(self, i: int) -> None:
+        """Request i emitted its last token: (closed loop) its client sends the next request now; it leaves the
+        batch now, or at the end of the multi-step call it is in (holding its slot and KV to then)."""
         self.done[i] = self.now
-        self.running.remove(i)
-        self.kv_used -= self._held(i)
-        if self.released and self.released < len(self.arrival):     # its client sends the next request now
+        if self.released and self.released < len(self.arrival):
             self.arrival[self.released] = self.now
             self.released += 1
+        if self.call_left > 0:
+            self.spent[i] = True
+        else:
+            self._release(i)
+
+    def _release(self, i: int) -> None:
+        self.running.remove(i)
+        self.kv_used -= self._held(i)
 
     def decode_jump(self) -> None:
-        """Decode steps of the running batch up to the next event: the steps' times from one decode line."""
+        """Decode steps of the running batch up to the next event: the steps' times from one decode line. Under
+        multi-step scheduling the events are the call's end and the completions inside it (a finished sequence
+        runs on, emitting nothing, to the call's end); arrivals wait for the call's end."""
         run = self.running
         b = len(run)
-        k = min(max(int(min(self.left[i] for i in run)), 1), JUMP)
+        multi = self.call_steps > 1
+        if multi and self.call_left == 0:
+            self.call_left = self.call_steps          # a new scheduler call
+        live = [i for i in run if not self.spent[i]] if multi else run
+        k = min(max(int(min(self.left[i] for i in live)), 1), JUMP) if live else JUMP
+        if multi:
+            k = min(k, self.call_left)
         if self.paged:
             room = self.kv_cap - self.kv_used
-            if room < b:                              # the batch cannot grow one token: preempt the latest
-                self.preempt()
+            if room < b:                              # the batch cannot grow one token: end the call, then
+                if multi and len(live) < b:           # preempt the latest
+                    self._end_call()
+                else:
+                    self.preempt()
                 return
             k = min(k, int(room // b))
         line, const = self.cost.decode_line(b, sum(self.ctx[i] for i in run))
-        arrives = self.next < len(self.arrival) and self.policy.arrival_matters(self)
+        arrives = self.next < len(self.arrival) and not multi and self.policy.arrival_matters(self)
         horizon = self.arrival[self.next] - self.now if arrives else math.inf
         times = self._steps(line, const, k, horizon)
         k = len(times)
@@ -193,7 +218,7 @@ class Engine:
         t0 = times[0]
         steady = 0                                    # measured sequences whose first gap is one step
         counted = 0                                   # measured sequences of the batch
-        for i in run:
+        for i in live:
             g = self.now + t0 - self.last[i]
             kept = self.measured[i]
             counted += kept
@@ -218,23 +243,34 @@ class Engine:
                 self.gaps.extend(later)
                 self.weights.extend([float(counted)] * (k - 1))
             longest = float(np.max(later)) if k > 64 else max(later)
-            for i in run:
+            for i in live:
                 if longest > self.gap[i]:
                     self.gap[i] = longest
         self._flush()
         self.advance(total, b)
         now = self.now
         finished = []
-        for i in run:
+        for i in live:
             self.last[i] = now
-            self.ctx[i] += k
             self.left[i] -= k
             if self.left[i] <= 0:
                 finished.append(i)
+        for i in run:
+            self.ctx[i] += k
         if self.paged:
             self.kv_used += k * b
+        if multi:
+            self.call_left -= k
         for i in finished:
             self._finish(i)
+        if multi and self.call_left == 0:
+            self._end_call()
+
+    def _end_call(self) -> None:
+        """A multi-step call ends: the sequences that finished inside it leave the batch."""
+        self.call_left = 0
+        for i in [i for i in self.running if self.spent[i]]:
+            self._release(i)
 
     @staticmethod
     def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float

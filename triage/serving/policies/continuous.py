@@ -51,10 +51,14 @@ def prefill_batch(e: Engine) -> None:
 
 
 class Continuous(Policy):
-    """Admit and prefill whenever a waiting request fits, else run the decodes to the next event."""
+    """Admit and prefill whenever a waiting request fits, else run the decodes to the next event; under
+    multi-step scheduling only between the scheduler's calls (vLLM: a prefill is a call of one step, a decode
+    call runs num_scheduler_steps: "If it is a prefill, num_lookahead_slots must be 0", "num_lookahead_slots + 1
+    must match the scheduler steps", vllm/sequence.py, init_multi_step_from_lookahead_slots, ROCm/vllm @
+    f8c9a38)."""
 
     def starts(self, e: Engine) -> bool:
-        return bool(e.waiting) and e.admissible(e.waiting[0])
+        return bool(e.waiting) and e.call_left == 0 and e.admissible(e.waiting[0])
 
     def iteration(self, e: Engine) -> None:
         prefill_batch(e)
