@@ -252,11 +252,14 @@ class Engine:
         finished = []
         for i in live:
             self.last[i] = now
+            self.ctx[i] += k
             self.left[i] -= k
             if self.left[i] <= 0:
                 finished.append(i)
-        for i in run:
-            self.ctx[i] += k
+        if multi:                                     # the finished ones of the call compute on, thrown away
+            for i in run:
+                if self.spent[i]:
+                    self.ctx[i] += k
         if self.paged:
             self.kv_used += k * b
         if multi:
