@@ -1,6 +1,7 @@
 """Serving simulation: speed on 100,000 requests, and published serving results reproduced.
 
-Run with:  .venv/bin/python bench/serving.py          (not part of the test suite)
+Run with:  .venv/bin/python bench/serving.py [--rows FILE]     (not part of the test suite; --rows writes section
+           3's every priced row, its workload's system and the prediction, as CSV for review)
 
 1. Speed: 100,000 requests of the Azure conversation trace (examples/serving-conv.yaml; Patel et al.,
    Splitwise, ISCA 2024, CC-BY 4.0), Mistral 7B on an A100 80GB, at 5 requests/s, each scheduler.
@@ -118,10 +119,12 @@ def sarathi() -> float:
     return gain / 2.6 - 1
 
 
-def corpus() -> None:
+def corpus(rows: Path | None) -> None:
     print("\n3. The serving corpus, held out by source (no document of it trained the engine profiles)")
     start = time.perf_counter()
     priced, skipped = serving_corpus.price()
+    if rows is not None:
+        serving_corpus.write_rows(priced, rows)
     print(f"   {len(priced)} published figures priced in {time.perf_counter() - start:.0f} s; left out:")
     for why, n in sorted(skipped.items(), key=lambda kv: -kv[1]):
         print(f"     {n:4d}  {why}")
@@ -131,13 +134,14 @@ def corpus() -> None:
 
 
 def main() -> None:
+    rows = Path(sys.argv[sys.argv.index("--rows") + 1]) if "--rows" in sys.argv else None
     speed()
     errors = fig13()
     paged_gain()
     errors.append(sarathi())
     a = np.abs(errors)
     print(f"\nmedian |error| over the {len(a)} published numbers: {np.median(a):.1%} (max {a.max():.1%})")
-    corpus()
+    corpus(rows)
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
         if hw not in cat.hardware:
             skipped["a chip not in the catalog (or another part of its name)"] += 1
             continue
-        if r["metric"] != "tokens_per_s":
+        if r["metric"] not in METRICS:
             skipped[f"a metric the benchmark does not price yet ({r['metric']})"] += 1
             continue
         out.append({"row": r, "workloads": _workload(r, model, hw), "model": model, "hardware": hw})
@@ -195,6 +195,8 @@ def _workload(r: dict[str, str], model: str, hw: str) -> dict[str, Any]:
         scheduler["max_seqs"] = min(scheduler["max_seqs"], scheduler["token_budget"])
     elif r.get("max_batched_tokens"):
         scheduler["max_batched_tokens"] = int(r["max_batched_tokens"])
+    if r.get("scheduler_steps") and scheduler["policy"] == "continuous":    # vLLM's multi-step scheduling
+        scheduler["scheduler_steps"] = int(r["scheduler_steps"])
     return {"defaults": {"model": model, "hardware": hw, "tp": tp,
                          "precision": {"weights": weights, "kv": kv, "compute": compute}},
             "workloads": [{"name": "row", "engine": r["engine"] if r["engine"] in ENGINES else "vllm",
@@ -238,26 +240,32 @@ ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 CLIENT_REQUESTS = 10
 
 
+# the figures a row may state that the simulation gives: the system's output tokens/s, its completed requests/s
+METRICS = ("tokens_per_s", "requests_per_s")
+
+
 def predict(item: dict[str, Any]) -> float:
-    """The simulated figure of a row: the system's output tokens/s (offline and closed loop: the run's; server:
-    the largest rate at the bounds times the mean output)."""
+    """The simulated figure of a row, output tokens/s or completed requests/s of the system (offline and closed
+    loop: the run's; server: the run at the largest rate within the bounds)."""
     r = triage.evaluate(KV, item["workloads"], analyse=False).evaluation
     s = next(iter(r.serving.values())).baseline
     row = item["row"]
+    tokens = row["metric"] == "tokens_per_s"
     if row["scenario"] == "server" and not row["slo_ttft_s"]:
-        # a benchmark at a rate reports its requests' output tokens over its whole run, to the last completion
+        # a benchmark at a rate reports its requests over its whole run, to the last completion
         # (benchmark_serving.py's "duration"), not a steady state: a queue that outgrows the run still counts
         x = s.rates[0]
-        return float((x.requests + x.warmup_requests) * float(row["output_tokens"]) / x.simulated_s)
+        return float((x.requests + x.warmup_requests) * (float(row["output_tokens"]) if tokens else 1.0)
+                     / x.simulated_s)
     if s.max_rate_at_slo_rps is not None:
         # MLPerf's "Completed tokens per second" at the largest rate within the bounds: the run at that rate, its
         # completions' tokens over the window (a served rate may outrun the engine by the 10 % the simulation
         # tolerates; completions are what the figure counts)
         at = copy.deepcopy(item["workloads"])
         at["workloads"][0]["traffic"]["rates"] = [s.max_rate_at_slo_rps]
-        again = triage.evaluate(KV, at, analyse=False).evaluation
-        return float(next(iter(again.serving.values())).baseline.rates[0].output_tokens_per_s)
-    return float(s.rates[0].output_tokens_per_s)
+        s = next(iter(triage.evaluate(KV, at, analyse=False).evaluation.serving.values())).baseline
+    x = s.rates[0]
+    return float(x.output_tokens_per_s if tokens else x.throughput_rps)
 
 
 def _predict_or_refusal(item: dict[str, Any]) -> float | str:
@@ -281,6 +289,21 @@ def price() -> tuple[list[dict[str, Any]], Counter[str]]:
         want = float(item["row"]["value"])
         out.append({**item, "predicted": g, "error": g / want - 1 if want else math.nan})
     return out, skipped
+
+
+def write_rows(priced: list[dict[str, Any]], path: Path) -> None:
+    """Every priced row as CSV: its source and figure, the system it was stated as, the prediction, the error."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(["source", "where", "scenario", "metric", "model", "hardware", "weights", "engine", "tp",
+                      "replicas", "pp", "policy", "max_seqs", "published", "predicted", "error"])
+        for p in priced:
+            r, w = p["row"], p["workloads"]
+            s = w["workloads"][0]["scheduler"]
+            out.writerow([r["source"], r["where"], r["scenario"], r["metric"], p["model"], p["hardware"],
+                          w["defaults"]["precision"]["weights"], w["workloads"][0]["engine"], w["defaults"]["tp"],
+                          s["replicas"], s["pp"], s["policy"], s["max_seqs"], r["value"], f"{p['predicted']:.6g}",
+                          f"{p['error']:+.4f}"])
 
 
 def moe(model: str) -> bool:
