@@ -296,14 +296,16 @@ def write_rows(priced: list[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(["source", "where", "scenario", "metric", "model", "hardware", "weights", "engine", "tp",
-                      "replicas", "pp", "policy", "max_seqs", "published", "predicted", "error"])
+                      "replicas", "pp", "policy", "max_seqs", "tokens_an_iteration", "scheduler_steps", "published",
+                      "predicted", "error"])
         for p in priced:
             r, w = p["row"], p["workloads"]
             s = w["workloads"][0]["scheduler"]
             out.writerow([r["source"], r["where"], r["scenario"], r["metric"], p["model"], p["hardware"],
                           w["defaults"]["precision"]["weights"], w["workloads"][0]["engine"], w["defaults"]["tp"],
-                          s["replicas"], s["pp"], s["policy"], s["max_seqs"], r["value"], f"{p['predicted']:.6g}",
-                          f"{p['error']:+.4f}"])
+                          s["replicas"], s["pp"], s["policy"], s["max_seqs"],
+                          s.get("token_budget", s.get("max_batched_tokens", "")), s.get("scheduler_steps", 1),
+                          r["value"], f"{p['predicted']:.6g}", f"{p['error']:+.4f}"])
 
 
 def moe(model: str) -> bool:

@@ -151,8 +151,8 @@ def test_a_chip_entry_is_used_only_inside_the_range_its_rows_span(batch, weights
 def test_a_chip_entry_at_another_tensor_parallel_degree_is_used_and_said():
     """vLLM's mi300x entry was fitted on eight-GPU rows (engines.yaml: tp [8, 8]). A one-GPU cell keeps it: its
     0.1 ms a sequence is the host's, whatever the split, and bench/serving.py prices MLPerf's one-GPU MI300X
-    systems closer with it than with the default (server +0.8 % against +38 %); the memo says which degree the
-    rows ran at."""
+    systems closer with it than with the default (servers −22 % to +24 %, against +43.5 % to +68 %); the memo says
+    which degree the rows ran at (the workload's degree, or the claim's system's)."""
     vllm = catalog.load().engines["vllm"]
     assert vllm.ranges["mi300x"].tp == (8.0, 8.0)
     w = {"defaults": {"model": "llama-2-70b", "hardware": "mi300x", "engine": "vllm", "tp": 1,
@@ -162,11 +162,22 @@ def test_a_chip_entry_at_another_tensor_parallel_degree_is_used_and_said():
     # the entry's per-sequence cost, 32 sequences of 0.1 ms, not the default's 6.29 µs
     assert d["cells"][0]["baseline"]["step_terms_s"]["sequences"] == pytest.approx(32 * 0.1e-3)
     said = [x["message"] for x in d["warnings"] if x["code"] == "profile-tp"]
-    assert said == ["the vllm profile's mi300x entry was fitted on steps split over 8 GPU(s) (tp); one-gpu runs at "
-                    "tp 1 and is priced with it: its per-sequence and per-request costs are the host's, its "
-                    "efficiencies a 8-GPU step's (bandwidth-bound steps can differ most)"]
+    assert said == ["the vllm profile's mi300x entry was fitted on steps at tp 8; one-gpu runs at tp 1, its cells in "
+                    "the entry's range priced with it: its per-sequence and per-request costs are the host's, its "
+                    "efficiencies and per-step and per-layer costs those of steps at tp 8 (bandwidth-bound steps "
+                    "can differ most)"]
     w["defaults"]["tp"] = 8
     d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert not [x for x in d["warnings"] if x["code"] == "profile-tp"]
+    # a system card at tp 1 prices the claim on one GPU: said of the claim
+    card = {"id": "one-gpu", "title": "t", "direction": "system", "change": {"tp": 1}}
+    d = triage.evaluate(card, w, analyse=False).to_dict()
+    assert [x["message"][:102] for x in d["warnings"] if x["code"] == "profile-tp"] == [
+        "the vllm profile's mi300x entry was fitted on steps at tp 8; the claim runs one-gpu at tp 1, its cells"]
+    # every cell outside the entry's range (batch 512: its rows ran 1-256) takes the default: no profile-tp
+    w["defaults"]["tp"], w["workloads"][0]["batch"] = 1, 512
+    d = triage.evaluate(CLAIMS / "kv2x.yaml", w, analyse=False).to_dict()
+    assert {x["code"] for x in d["warnings"]} >= {"profile-range"}
     assert not [x for x in d["warnings"] if x["code"] == "profile-tp"]
 
 

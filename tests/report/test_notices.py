@@ -14,7 +14,7 @@ EXAMPLES = {
     "beyond-window": Notice("beyond-window", cells=(("docqa", "llama-2-7b", 131072, 4096),)),
     "profile-range": Notice("profile-range", ("trt",), "tensorrt-llm", "h200", ("decode", "prefill"),
                             (64.0, 1024.0, 128.0, 2048.0, 1.0), ("fp8",)),
-    "profile-tp": Notice("profile-tp", ("mlperf",), "vllm", "mi300x", numbers=(8.0, 8.0, 1.0)),
+    "profile-tp": Notice("profile-tp", ("mlperf",), "vllm", "mi300x", numbers=(8.0, 8.0, 1.0, 0.0)),
     "serving-unpriced": Notice("serving-unpriced", ("serve-conv",), "speculative"),
     "scheduler-unpriced": Notice("scheduler-unpriced"),
 }

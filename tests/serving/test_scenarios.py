@@ -218,5 +218,13 @@ def test_a_request_arriving_inside_a_multi_step_call_waits_for_its_end():
                                        {"chunked_prefill": True, "max_batched_tokens": 2048, "scheduler_steps": 8},
                                        {"policy": "static", "scheduler_steps": 8}])
 def test_multi_step_scheduling_off_the_continuous_policy_is_refused(scheduler):
-    with pytest.raises(UserError, match="scheduler_steps"):
+    with pytest.raises(UserError, match=r"scheduler\.scheduler_steps: scheduler_steps \(multi-step"):
         triage.evaluate(KV, _workload({"rates": [1], "requests": 100}, scheduler), analyse=False)
+
+
+def test_a_whole_number_of_scheduler_steps_written_as_a_float_is_that_number():
+    # JSON Schema's integer takes 8.0; the engine counts steps with it
+    traffic = {"scenario": "closed_loop", "clients": 4, "requests": 100}
+    runs = [triage.evaluate(KV, _workload(traffic, {"scheduler_steps": n}), analyse=False).to_dict()
+            for n in (8, 8.0)]
+    assert runs[0]["cells"][0]["serving"] == runs[1]["cells"][0]["serving"]

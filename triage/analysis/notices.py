@@ -27,7 +27,8 @@ class Notice:
     #                                   the attention kind or the dtype the workload already runs)
     phases: tuple[str, ...] = ()      # the phases it acts on (phase-untouched) or was fitted on (profile-range)
     numbers: tuple[float, ...] = ()   # no-effect budget-covers: (budget, context); profile-range: (batch lo, hi,
-    #                                   context lo, hi, cells outside); profile-tp: (rows' tp lo, hi, the block's)
+    #                                   context lo, hi, cells outside); profile-tp: (rows' tp lo, hi, the
+    #                                   workload's or the claim's tp, 1 if the claim's)
     weights: tuple[str, ...] = ()     # profile-range: the weight formats its rows span
     alone: bool = False               # phase-untouched: the change's only key (the workload is priced 1.00×)
     cells: tuple[tuple[str, str, int, int], ...] = ()   # beyond-window: (workload, model, context, window)

@@ -84,6 +84,27 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     return n, chunks()
 
 
+def _profile_tp(m: matrix.Matrix, claim_tp: float | None) -> list[Notice]:
+    """A workload priced with an engine profile's chip entry at a tensor-parallel degree its rows did not run at
+    (the workload's own, or the claim's system's): the entry still prices it (its per-sequence and per-request
+    costs are the host's), and the memo says so. Not where every cell of it lies outside the entry's range
+    (those take the default: profile-range)."""
+    out = []
+    for b, s in enumerate(m.blocks):
+        if s.engine is None:
+            continue
+        for h, hw in enumerate(m.hardware):
+            r = s.engine.ranges.get(hw.key)
+            outside = m.outside_fit.get((b, h))
+            cells = (m.block_idx == b) & (m.hardware_idx == h)
+            if r is None or not cells.any() or (outside is not None and bool(outside[cells].all())):
+                continue
+            for tp, claimed in ((float(s.tp), 0.0), (float(claim_tp or s.tp), 1.0)):
+                if not r.covers_tp(tp) and (not claimed or tp != s.tp):
+                    out.append(Notice("profile-tp", (s.name,), s.engine.key, hw.key, numbers=(*r.tp, tp, claimed)))
+    return out
+
+
 def _first_distinct(rows: np.ndarray, k: int) -> np.ndarray:
     """The first ``k`` distinct rows, in order, from the shortest prefix that holds them: a million cells
     beyond a window are a few thousand rows to sort, not a million formatted strings."""
@@ -193,11 +214,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             r = engine.ranges[chip]
             found.append(Notice("profile-range", (block.name,), engine.key, chip, r.phases,
                                 (*r.batch, *r.context, float(mask.sum())), r.weights))
-    for b, h in m.other_tp:
-        block, chip = m.blocks[b], m.hardware[h].key
-        if block.engine is not None:
-            found.append(Notice("profile-tp", (block.name,), block.engine.key, chip,
-                                numbers=(*block.engine.ranges[chip].tp, float(block.tp))))
+    found += _profile_tp(m, claim.change.get("tp"))
     missed = unsimulated(claim.change)
     if missed and served:
         found.append(Notice("serving-unpriced", tuple(dict.fromkeys(m.blocks[b].name for b, _, _ in served)),

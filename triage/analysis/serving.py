@@ -49,7 +49,8 @@ def work(side: Side, traffic: Traffic) -> float:
     """Token-steps one simulation of ``traffic`` on ``side`` takes at least (serving/budget.py's costs): every
     output token, and each request's prefill iterations (a chunked prompt at least ceil(prompt / token_budget))
     and the two events (arrival, completion) that end a run of decode steps. The sequences each iteration
-    visits, the rate search and preemptions are charged as the simulation runs (Budget)."""
+    visits, the rate search, preemptions and the ends of multi-step calls are charged as the simulation runs
+    (Budget)."""
     req = requests(side.engine_traffic(traffic), 1.0, min(side.cost.kv_tokens, side.window))
     s = side.scheduler
     prefills = float(np.ceil(req.prompt / s.token_budget).sum()) if s.policy == "chunked" else float(len(req))
@@ -128,7 +129,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
         wrong = traffic_mod.scheduler_problem(merged)
         if wrong:
             raise UserError([Problem(claim.file, path="$.change.scheduler", message=f"on workload {block.name!r}: "
-                                                                                    f"{wrong}")])
+                                                                                    f"{wrong[1]}")])
         sched_b, sched_c = traffic_mod.scheduler(block.scheduler), traffic_mod.scheduler(merged)
         t = block.traffic
         assert t is not None

@@ -255,7 +255,7 @@ def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem
         raw = raw[part]
     wrong = scheduler_problem(raw)
     if wrong:
-        problems.append(doc.problem(path + ("token_budget",), wrong))
+        problems.append(doc.problem(path + (wrong[0],), wrong[1]))
     return parse_links(doc, path, problems)
 
 
@@ -268,22 +268,25 @@ def parse_links(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -
     return _links(raw, lambda key, value, kind: _quantity(doc, path + (key,), value, kind, problems))
 
 
-def scheduler_problem(raw: dict[str, Any]) -> str | None:
-    """What makes a scheduler block one no engine runs, or None. A chunked iteration carries every running decode
+def scheduler_problem(raw: dict[str, Any]) -> tuple[str, str] | None:
+    """What makes a scheduler block one no engine runs, as (the key at fault, why), or None. A chunked iteration
+    carries every running decode
     and prompt chunks up to the budget, so a budget below the sequences it runs starves the prompts (one token
     an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be greater than or equal to
     max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit f0de1a6)."""
-    if "chunked_prefill" in raw and raw.get("policy", "continuous") != "continuous":
-        return (f"chunked_prefill belongs to the continuous policy (the {raw['policy']} policy chunks "
-                f"{'its prompts already' if raw['policy'] == 'chunked' else 'nothing'}): leave it out")
-    if raw.get("scheduler_steps", 1) > 1 and (raw.get("policy", "continuous") != "continuous"
-                                               or raw.get("chunked_prefill")):
-        return ("scheduler_steps (multi-step decoding) is modelled on the continuous policy without chunked "
-                "prefill only (vLLM runs chunked prefill under multi-step on another path): leave it out")
+    policy = raw.get("policy", "continuous")
+    if "chunked_prefill" in raw and policy != "continuous":
+        return "chunked_prefill", (f"chunked_prefill belongs to the continuous policy (the {policy} policy chunks "
+                                   f"{'its prompts already' if policy == 'chunked' else 'nothing'}): leave it out")
+    if raw.get("scheduler_steps", 1) > 1 and (policy != "continuous" or raw.get("chunked_prefill")):
+        return "scheduler_steps", ("scheduler_steps (multi-step scheduling) is modelled on the continuous policy "
+                                   + ("without chunked prefill (vLLM runs the two together on another path)"
+                                      if policy == "continuous" else f"only, not the {policy} one") + ": leave it out")
     s = scheduler(raw)
     if s.policy == "chunked" and s.token_budget < s.max_seqs:
-        return (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves the prompts no "
-                f"room while the decodes run; engines refuse it (vLLM: max_num_batched_tokens >= max_num_seqs)")
+        return "token_budget", (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves "
+                                f"the prompts no room while the decodes run; engines refuse it (vLLM: "
+                                f"max_num_batched_tokens >= max_num_seqs)")
     return None
 
 
@@ -316,6 +319,8 @@ def scheduler(raw: dict[str, Any] | None) -> Scheduler:
             raw[f"{key}_bytes_per_s"] = raw.pop(key)
     if "link_latency" in raw:
         raw["link_latency_s"] = raw.pop("link_latency")
+    if "scheduler_steps" in raw:     # the schema takes 8.0 as an integer; the engine counts steps with it
+        raw["scheduler_steps"] = int(raw["scheduler_steps"])
     return Scheduler(**raw)
 
 

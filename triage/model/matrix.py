@@ -67,15 +67,6 @@ class Matrix:
                     out[(b, h)] = mask
         return out
 
-    @cached_property
-    def other_tp(self) -> list[tuple[int, int]]:
-        """(block, chip) pairs whose engine profile's entry for the chip was fitted at other tensor-parallel
-        degrees than the block's: priced with the entry (its per-sequence and per-request costs are the host's;
-        its efficiencies carried over), and the memo says so."""
-        return [(b, h) for b, s in enumerate(self.blocks) for h, hw in enumerate(self.hardware)
-                if s.engine is not None and hw.key in s.hardware and hw.key in s.engine.ranges
-                and not s.engine.ranges[hw.key].covers_tp(s.tp)]
-
     def column(self, attr: str, table: str = "blocks") -> np.ndarray:
         """A per-block (or per-model, per-hardware) attribute as a cell column, 0-d when shared by all."""
         entries: tuple[Any, ...]

@@ -53,11 +53,13 @@ def words(n: Notice) -> str:
                 + f": {outside:,.0f} cell(s) of {n.names[0]} lie outside it and are priced with the profile's "
                   f"default values")
     if n.code == "profile-tp":
-        t0, t1, tp = n.numbers
+        t0, t1, tp, claimed = n.numbers
         ran = f"{t0:,.0f}" + (f"–{t1:,.0f}" if t1 > t0 else "")
-        return (f"the {n.key} profile's {n.value} entry was fitted on steps split over {ran} GPU(s) (tp); "
-                f"{n.names[0]} runs at tp {tp:,.0f} and is priced with it: its per-sequence and per-request costs "
-                f"are the host's, its efficiencies a {ran}-GPU step's (bandwidth-bound steps can differ most)")
+        who = f"the claim runs {n.names[0]}" if claimed else f"{n.names[0]} runs"
+        return (f"the {n.key} profile's {n.value} entry was fitted on steps at tp {ran}; {who} at tp {tp:,.0f}, its "
+                f"cells in the entry's range priced with it: its per-sequence and per-request costs are the host's, "
+                f"its efficiencies and per-step and per-layer costs those of steps at tp {ran} (bandwidth-bound "
+                f"steps can differ most)")
     if n.code == "serving-unpriced":
         return (f"{n.key} is not modelled by the serving simulation (its iterations emit one token a sequence): "
                 f"{', '.join(n.names)} is priced without it, so its gain there is not counted; the step-level "
