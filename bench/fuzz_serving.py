@@ -27,7 +27,7 @@ CARDS = [ROOT / "claims" / name for name in ("kv2x.yaml", "sarathi-serve.yaml", 
 CAP = 2 << 30            # bytes of address space an example may map
 TIMEOUT = 30.0           # seconds an example may run
 
-HOSTILE_NUMBERS = [0, -1, 1, 2, 10, 1e-300, 5e-324, 1e300, 1e308, 1e7, 2 ** 63, 10 ** 30, 0.5, 3.7, 9 ** 99]
+HOSTILE_NUMBERS = [0, -1, 1, 2, 2.0, 8.0, 10, 1e-300, 5e-324, 1e300, 1e308, 1e7, 2 ** 63, 10 ** 30, 0.5, 3.7, 9 ** 99]
 HOSTILE_TEXT = ["", "x", "nan", "inf", "-5 s", "1e400 ms", "5", "50 ms", "1e-300 s", "300 GB/s", "1e-300 B/s",
                 "2 s", "1 TB/s", "∞", "\x00", "9" * 400]
 
