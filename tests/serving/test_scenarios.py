@@ -222,6 +222,13 @@ def test_multi_step_scheduling_off_the_continuous_policy_is_refused(scheduler):
         triage.evaluate(KV, _workload({"rates": [1], "requests": 100}, scheduler), analyse=False)
 
 
+def test_the_memo_names_the_multi_step_calls_it_priced():
+    from triage.report.memo import render_markdown
+    text = render_markdown(triage.evaluate(KV, _workload({"rates": [1], "requests": 100}, {"scheduler_steps": 8})))
+    assert "scheduler continuous (8 decode steps a scheduler call) → continuous (8 decode steps a scheduler call)" \
+        in text
+
+
 def test_a_whole_number_of_scheduler_steps_written_as_a_float_is_that_number():
     # JSON Schema's integer takes 8.0; the engine counts steps with it
     traffic = {"scenario": "closed_loop", "clients": 4, "requests": 100}

@@ -40,6 +40,12 @@ def as_json(result: Served) -> dict[str, Any]:
             "gain": clean({"end_to_end": result.gain, "basis": result.basis})}
 
 
+def _policy(side: SideResult) -> str:
+    """A side's scheduling policy as the memo names it, with its multi-step calls where it runs them."""
+    n = side.scheduler_config.scheduler_steps
+    return side.scheduler + (f" ({n} decode steps a scheduler call)" if n > 1 else "")
+
+
 def _why(b: SideResult, c: SideResult, r: Served) -> str:
     """The gain in terms of batch, memory and queueing, at the highest rate both sides were run at."""
     rb, rc = b.rates[-1], c.rates[-1]
@@ -116,7 +122,7 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
             "traffic": (f"{load}; the first {first.warmup_requests:,} (warm-up) left out of the statistics; "
                         f"{'the run' if t.closed else 'the lowest rate'} simulates {_t(first.simulated_s)}"
                         f"{system}"),
-            "scheduler": f"{b.scheduler} → {c.scheduler}",
+            "scheduler": f"{_policy(b)} → {_policy(c)}",
             "slo": "; ".join(slo) or ("none" if t.closed else "none (no largest rate is searched)"),
             "max_rate": (b.max_rate_at_slo_rps, c.max_rate_at_slo_rps),
             "gain": r.gain, "rows": rows, "why": _why(b, c, r),
