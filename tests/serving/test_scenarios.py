@@ -214,6 +214,22 @@ def test_a_request_arriving_inside_a_multi_step_call_waits_for_its_end():
     assert r.simulated_s == pytest.approx(14 * STEP)
 
 
+def test_a_multi_step_call_takes_the_kv_for_all_its_steps_when_it_starts():
+    # by hand: a KV cache of 30 tokens (block 1), two requests of 10 prompt and 9 output tokens prefilled
+    # together (their first tokens at 10 ms, 20 tokens held). A call of 8 steps needs 2 x 8 = 16 more: 10 are
+    # free, so the latest is preempted as the call is scheduled (vLLM's lookahead slots) and the first decodes
+    # alone, ending at its 8th step (90 ms). The other is prefilled again (90-100 ms, its second token) and
+    # finishes 7 steps later (170 ms). Single-step, both run 5 steps, the cache fills, the latest is preempted
+    # then: 90 ms and 120 ms.
+    from triage.serving.policies import simulate
+    from triage.serving.requests import requests
+    req = requests(_closed("offline", 2, prompt=10, output=9, warmup=0.0), 1.0, 1e9)
+    multi = simulate(req, _flat(free_bytes=30), Scheduler(scheduler_steps=8, block_size=1))
+    assert multi.done == pytest.approx([9 * STEP, 17 * STEP]) and multi.preemptions == 1
+    single = simulate(req, _flat(free_bytes=30), Scheduler(block_size=1))
+    assert single.done == pytest.approx([9 * STEP, 12 * STEP]) and single.preemptions == 1
+
+
 @pytest.mark.parametrize("scheduler", [{"policy": "chunked", "scheduler_steps": 8},
                                        {"chunked_prefill": True, "max_batched_tokens": 2048, "scheduler_steps": 8},
                                        {"policy": "static", "scheduler_steps": 8}])

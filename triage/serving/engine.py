@@ -189,11 +189,17 @@ class Engine:
         """Decode steps of the running batch up to the next event: the steps' times from one decode line. Under
         multi-step scheduling the events are the call's end and the completions inside it (a finished sequence
         runs on, emitting nothing, to the call's end); arrivals wait for the call's end."""
+        multi = self.call_steps > 1
+        if multi and self.call_left == 0:             # a new scheduler call
+            # vLLM takes a call's KV for all its steps when it schedules it (lookahead slots), preempting the
+            # latest sequences until the rest fit ("while not self._can_append_slots(seq_group, ...)",
+            # vllm/core/scheduler.py, _schedule_running, ROCm/vllm @ f8c9a38); one sequence runs what room it has
+            while self.paged and len(self.running) > 1 and \
+                    self.kv_cap - self.kv_used < len(self.running) * self.call_steps:
+                self.preempt()
+            self.call_left = self.call_steps
         run = self.running
         b = len(run)
-        multi = self.call_steps > 1
-        if multi and self.call_left == 0:
-            self.call_left = self.call_steps          # a new scheduler call
         live = [i for i in run if not self.spent[i]] if multi else run
         k = min(max(int(min(self.left[i] for i in live)), 1), JUMP) if live else JUMP
         if multi:
