@@ -4,12 +4,13 @@ schema's `change` section is generated from it, and a key's words come from it o
 import json
 import os
 
-from triage.inputs.registry import change_schema, registry
+from triage.inputs.registry import change_schema, registry, scheduler_properties
 from triage.report.describe import DESCRIBE, describe
 
 from conftest import ROOT
 
 SCHEMA = ROOT / "schemas" / "claim.schema.json"
+WORKLOADS = ROOT / "schemas" / "workloads.schema.json"
 
 
 def test_the_claim_schemas_change_section_is_generated_from_the_registry():
@@ -21,6 +22,17 @@ def test_the_claim_schemas_change_section_is_generated_from_the_registry():
         SCHEMA.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     assert json.dumps(doc["properties"]["change"], indent=2) == json.dumps(change_schema(), indent=2), \
         "schemas/claim.schema.json drifted from triage/inputs/mechanisms.yaml (TRIAGE_UPDATE_GOLDEN=1 refreshes it)"
+
+
+def test_the_workload_schemas_scheduler_keys_are_generated_from_the_registry():
+    """A workload's `scheduler:` block and a card's `change.scheduler` take the same keys, described once in the
+    registry (TRIAGE_UPDATE_GOLDEN=1 rewrites schemas/workloads.schema.json's copy)."""
+    doc = json.loads(WORKLOADS.read_text(encoding="utf-8"))
+    if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
+        doc["$defs"]["scheduler"]["properties"] = scheduler_properties()
+        WORKLOADS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    assert doc["$defs"]["scheduler"]["properties"] == scheduler_properties(), \
+        "schemas/workloads.schema.json's scheduler drifted from triage/inputs/mechanisms.yaml (TRIAGE_UPDATE_GOLDEN=1)"
 
 
 def test_every_mechanism_has_words_once():

@@ -93,15 +93,18 @@ def _profile_tp(m: matrix.Matrix, claim_tp: float | None) -> list[Notice]:
     for b, s in enumerate(m.blocks):
         if s.engine is None:
             continue
+        engine = s.engine
+        degrees = [(float(s.tp), 0.0)] + ([(float(claim_tp), 1.0)] if claim_tp and claim_tp != s.tp else [])
         for h, hw in enumerate(m.hardware):
-            r = s.engine.ranges.get(hw.key)
-            outside = m.outside_fit.get((b, h))
-            cells = (m.block_idx == b) & (m.hardware_idx == h)
-            if r is None or not cells.any() or (outside is not None and bool(outside[cells].all())):
+            r = engine.ranges.get(hw.key)
+            if r is None or all(r.covers_tp(tp) for tp, _ in degrees):
                 continue
-            for tp, claimed in ((float(s.tp), 0.0), (float(claim_tp or s.tp), 1.0)):
-                if not r.covers_tp(tp) and (not claimed or tp != s.tp):
-                    out.append(Notice("profile-tp", (s.name,), s.engine.key, hw.key, numbers=(*r.tp, tp, claimed)))
+            cells = (m.block_idx == b) & (m.hardware_idx == h)
+            outside = m.outside_fit.get((b, h))
+            if not cells.any() or (outside is not None and bool(outside[cells].all())):
+                continue
+            out += [Notice("profile-tp", (s.name,), engine.key, hw.key, numbers=(*r.tp, tp, claimed))
+                    for tp, claimed in degrees if not r.covers_tp(tp)]
     return out
 
 

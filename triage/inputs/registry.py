@@ -81,6 +81,18 @@ def change_schema() -> dict[str, Any]:
             "properties": {key: info.schema for key, info in registry().items()}}
 
 
+# the scheduler keys that are quantities, typed in the workload schema by its own unit definitions
+QUANTITY_REFS = {"link": "#/$defs/quantity", "host_link": "#/$defs/quantity", "link_latency": "#/$defs/quantity0"}
+
+
+def scheduler_properties() -> dict[str, Any]:
+    """The workload schema's `scheduler:` keys: the registry's scheduler change (a card lays its keys over a
+    workload's block), its quantities typed by the workload schema's units (schemas/workloads.schema.json holds
+    them as generated; tests/inputs/test_registry.py keeps the two equal)."""
+    props = registry()["scheduler"].schema["properties"]
+    return {k: {"$ref": QUANTITY_REFS[k]} if k in QUANTITY_REFS else v for k, v in props.items()}
+
+
 @cache
 def classes() -> dict[str, MechanismClass]:
     """Every mechanism class, with its incumbent where engines ship one."""

@@ -7,6 +7,7 @@ Traces: the Azure LLM inference trace format (`TIMESTAMP,ContextTokens,Generated
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -270,10 +271,10 @@ def parse_links(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -
 
 def scheduler_problem(raw: dict[str, Any]) -> tuple[str, str] | None:
     """What makes a scheduler block one no engine runs, as (the key at fault, why), or None. A chunked iteration
-    carries every running decode
-    and prompt chunks up to the budget, so a budget below the sequences it runs starves the prompts (one token
-    an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be greater than or equal to
-    max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit f0de1a6)."""
+    carries every running decode and prompt chunks up to the budget, so a budget below the sequences it runs
+    starves the prompts (one token an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be
+    greater than or equal to max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit
+    f0de1a6)."""
     policy = raw.get("policy", "continuous")
     if "chunked_prefill" in raw and policy != "continuous":
         return "chunked_prefill", (f"chunked_prefill belongs to the continuous policy (the {policy} policy chunks "
@@ -303,6 +304,10 @@ def _links(raw: dict[str, Any], parse: Any) -> dict[str, Any]:
     return out
 
 
+# the scheduler's counts (sequences, tokens, steps, GPUs, engines)
+_WHOLE = tuple(f.name for f in dataclasses.fields(Scheduler) if f.type in ("int", int))
+
+
 def scheduler(raw: dict[str, Any] | None) -> Scheduler:
     """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler. The
     continuous policy with `chunked_prefill: true` is the chunked iteration with `max_batched_tokens` as its budget,
@@ -319,8 +324,9 @@ def scheduler(raw: dict[str, Any] | None) -> Scheduler:
             raw[f"{key}_bytes_per_s"] = raw.pop(key)
     if "link_latency" in raw:
         raw["link_latency_s"] = raw.pop("link_latency")
-    if "scheduler_steps" in raw:     # the schema takes 8.0 as an integer; the engine counts steps with it
-        raw["scheduler_steps"] = int(raw["scheduler_steps"])
+    for key in _WHOLE:               # the schema takes 8.0 as an integer; the engine counts with whole numbers
+        if key in raw:
+            raw[key] = int(raw[key])
     return Scheduler(**raw)
 
 
