@@ -62,6 +62,7 @@ METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_p
 # one with the same shapes. The Llama 3.1 8B, 70B and 405B, GPT-J 6B and InternLM 20B entries cite their
 # config.json in triage/inputs/catalog/models.yaml.
 NAMES = (("llama 3.1 8b", "llama-3.1-8b"), ("llama 3.1 70b", "llama-3.1-70b"), ("llama 3.1 405b", "llama-3.1-405b"),
+         ("llama 3.3 70b", "llama-3.3-70b"),
          ("gpt j 6b", "gpt-j-6b"), ("internlm 20b", "internlm-20b"))
 
 
