@@ -6,7 +6,9 @@ First the corpus default, what a workload naming no engine uses (workloads.yaml'
 defaults, rewritten in place); then per engine a default fitted on all its rows the model can state
 (bench/fidelity.py's selection), and a value per chip with at least as many rows as parameters, each pulled
 toward the level above (bench/profiles.py); each entry's source names its rows and the error of a fit on half
-of them predicting the other half. An engine with too few rows keeps the corpus default, and says so.
+of them predicting the other half. An engine with too few rows keeps the corpus default, and says so. Last,
+a chip the step corpus has no row of but the engine's max-load runs cover gets an entry fitted by simulating
+those runs (bench/serving_profiles.py; a minute on 16 cores).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from triage.analysis import calibrate  # noqa: E402
 from triage.inputs.catalog import FittedRange  # noqa: E402
 from triage.report.calibration import short_words  # noqa: E402
 
-from bench import fidelity, profiles  # noqa: E402
+from bench import fidelity, profiles, serving_profiles  # noqa: E402
 
 OUT = ROOT / "triage" / "inputs" / "catalog" / "engines.yaml"
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "gpt-fast", "hf-transformers", "lmdeploy", "exllamav2",
@@ -45,6 +47,15 @@ def _range(span: FittedRange) -> str:
     return (f"{{phases: [{', '.join(span.phases)}], batch: [{span.batch[0]:g}, {span.batch[1]:g}], "
             f"context: [{span.context[0]:g}, {span.context[1]:g}], weights: [{', '.join(span.weights)}], "
             f"tp: [{span.tp[0]:g}, {span.tp[1]:g}]}}")
+
+
+def _simulated(hw: str, e: serving_profiles.Entry) -> list[str]:
+    """A chip entry fitted by simulation on max-load runs, with the comment that says so."""
+    files = ", ".join(sorted({i["row"]["source"] for i in e.items}))
+    return [f"    # fitted by simulation on {len(e.items)} max-load runs of data/measurements/{files} (every request "
+            f"at once; bench/serving_profiles.py): compute and layer_overhead, the engine default's other values; "
+            f"median |err| {e.median_abs:.0%}" + (f"; on the search's edge: {', '.join(e.edges)}" if e.edges else ""),
+            f"    {hw}: {_values(e.params)[:-1]}, range: {_range(e.range)}}}"]
 
 
 def _half(rows: list[calibrate.Row]) -> str:
@@ -95,24 +106,28 @@ def main() -> None:
              "# Regenerate with that script after the corpus changes; review the diff. A workload names one with",
              "# `engine:`; its own efficiency/overhead keys still win.", ""]
     defaults = corpus.params
+    simulated = serving_profiles.entries({e: fits[e].params if e in fits else defaults for e in ENGINES})
     for engine in ENGINES:
         p = fits.get(engine)
         lines.append(f"{engine}:")
+        extra = [line for hw, e in simulated.get(engine, {}).items() for line in _simulated(hw, e)]
         if p is None:
             rows = sum(r.spec["engine"] == engine for r in group)
             lines.append(f"  default: {_values(defaults)}")
+            lines += ["  hardware:", *extra] if extra else []
             lines.append(f'  source: "{rows} corpus row(s) the model can state, fewer than the {profiles.NEEDED} '
                          f'parameters: the corpus default"')
             lines.append("")
             continue
         lines.append(f"  default: {_values(p.params)}")
-        if p.chips:
+        if p.chips or extra:
             lines.append("  hardware:")
             for hw, chip in p.chips.items():
                 note = (f"    # {len(chip.rows)} rows; fitted: "
                         f"{', '.join(k[:-2] for k in chip.fit.free) or 'efficiencies'}")
                 note += f"; on a bound: {', '.join(_pinned(chip.fit))}" if _pinned(chip.fit) else ""
                 lines += [note, f"    {hw}: {_values(chip.fit.params)[:-1]}, range: {_range(chip.range)}}}"]
+            lines += extra
         files = sorted({r.spec["source"] for r in p.rows})
         if p.fit is None:
             lines.append(f'  source: "default: the corpus default (its {len(p.rows)} rows of data/measurements/, '

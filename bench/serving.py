@@ -19,8 +19,8 @@ Run with:  .venv/bin/python bench/serving.py [--rows FILE]     (not part of the 
    vidur (PyPI `vidur`) downloads its GPU profiles from the Hugging Face Hub at run time, which this machine
    cannot reach: no comparison is run.
 3. The serving corpus (bench/serving_corpus.py: data/serving/ and the serving rows of data/measurements/), each
-   published system figure stated as a workload and simulated, held out by source (no document of it trained the
-   engine profiles): median and max |error| by scenario, model class and chip vendor, and the rows left out.
+   published system figure stated as a workload and simulated, held out by source (no figure of it trained the
+   profile that prices it): median and max |error| by scenario, model class and chip vendor, and the rows left out.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def sarathi() -> float:
 
 
 def corpus(rows: Path | None) -> None:
-    print("\n3. The serving corpus, held out by source (no document of it trained the engine profiles)")
+    print("\n3. The serving corpus, held out by source (no figure of it trained the profile that prices it)")
     start = time.perf_counter()
     priced, skipped = serving_corpus.price()
     if rows is not None:

@@ -6,8 +6,9 @@ Rows: data/serving/*.csv (one row a published figure, with its quote and version
 the serving rows of data/measurements/ that bench/fidelity.py leaves out as serving figures (trtllm-bench's
 offline runs "at infinite rate" and the Triton runs at a QPS). Held out by source: a data/measurements row whose
 file trained the engine profiles (bench/fidelity.py's step rows), and a data/serving row from a document that
-data/measurements also quotes at any version, are left out and counted, so every figure priced here is one the
-profiles never saw.
+data/measurements also quotes at any version, are left out and counted, and so is every row of a document whose
+runs trained a chip's entry by simulation (bench/serving_profiles.py), on that engine and chip: no figure priced
+here trained the profile that prices it.
 """
 
 from __future__ import annotations
@@ -118,11 +119,34 @@ def _statable(r: dict[str, str], measured: set[str]) -> str:
     return ""
 
 
-def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
-    """Every corpus row the simulation can state, as (row, workload) pairs, and the rows left out by reason."""
+# the max-load runs a chip needs for an entry fitted by simulation (bench/serving_profiles.py): an assumption, three
+# runs for each of its two parameters, so that no one run sets one
+SIMULATION_RUNS = 6
+
+
+def simulation_trained(items: list[dict[str, Any]], step_rows: list[dict[str, Any]] | None = None
+                       ) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(engine, chip) -> the max-load runs that train its entry by simulation (bench/serving_profiles.py): the
+    offline rows of data/measurements for an engine on a chip the step corpus (bench/fidelity.py's rows,
+    ``step_rows``) has no row of, where there are SIMULATION_RUNS or more."""
+    steps = {(r["engine"], r["hardware"]) for r in (fidelity.rows() if step_rows is None else step_rows)}
+    measured = {f.name for f in fidelity.DATA.glob("*.csv")}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for i in items:
+        r = i["row"]
+        key = (r["engine"], i["hardware"])
+        if r["source"] in measured and r["scenario"] == "offline" and key not in steps:
+            groups[key].append(i)
+    return {k: v for k, v in groups.items() if len(v) >= SIMULATION_RUNS}
+
+
+def rows(held_out_only: bool = True) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Every corpus row the simulation can state, as (row, workload) pairs, and the rows left out by reason;
+    ``held_out_only``: without the runs that trained a chip's entry by simulation (simulation_trained)."""
     cat = catalog.load()
     skipped: Counter[str] = Counter()
-    trained = {r["source"] for r in fidelity.rows()}
+    step_rows = fidelity.rows()
+    trained = {r["source"] for r in step_rows}
     files = {f.name: list(csv.DictReader(f.read_text(encoding="utf-8").splitlines()))
              for f in sorted(fidelity.DATA.glob("*.csv"))}
     measured = _measurement_rows(files, skipped)
@@ -153,6 +177,14 @@ def rows() -> tuple[list[dict[str, Any]], Counter[str]]:
             skipped[f"a metric the benchmark does not price yet ({r['metric']})"] += 1
             continue
         out.append({"row": r, "workloads": _workload(r, model, hw), "model": model, "hardware": hw})
+    if held_out_only:
+        # every row of a document that trained a chip's entry by simulation, on that engine and chip, whatever
+        # its scenario: the entry would price it
+        fitted = {(document(i["row"]["source_url"]), engine, hw)
+                  for (engine, hw), group in simulation_trained(out, step_rows).items() for i in group}
+        kept = [i for i in out if (document(i["row"]["source_url"]), i["row"]["engine"], i["hardware"]) not in fitted]
+        skipped["a document that trained the chip's entry by simulation (not held out)"] += len(out) - len(kept)
+        out = kept
     return out, skipped
 
 
