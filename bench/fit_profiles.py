@@ -58,6 +58,13 @@ def _simulated(hw: str, e: serving_profiles.Entry) -> list[str]:
             f"    {hw}: {_values(e.params)[:-1]}, range: {_range(e.range)}}}"]
 
 
+def _simulated_source(chips: dict[str, serving_profiles.Entry]) -> str:
+    """What an engine's source adds for its chips fitted by simulation (empty without any)."""
+    return "".join(f"; {hw}: fitted by simulation on {len(e.items)} max-load runs of "
+                   f"{', '.join(sorted({i['row']['source'] for i in e.items}))} (bench/serving_profiles.py), median "
+                   f"|err| {e.median_abs:.0%}" for hw, e in chips.items())
+
+
 def _half(rows: list[calibrate.Row]) -> str:
     """The median absolute error of a fit on every other row predicting the rest."""
     train, test = rows[::2], rows[1::2]
@@ -111,12 +118,13 @@ def main() -> None:
         p = fits.get(engine)
         lines.append(f"{engine}:")
         extra = [line for hw, e in simulated.get(engine, {}).items() for line in _simulated(hw, e)]
+        sim = _simulated_source(simulated.get(engine, {}))
         if p is None:
             rows = sum(r.spec["engine"] == engine for r in group)
             lines.append(f"  default: {_values(defaults)}")
             lines += ["  hardware:", *extra] if extra else []
             lines.append(f'  source: "{rows} corpus row(s) the model can state, fewer than the {profiles.NEEDED} '
-                         f'parameters: the corpus default"')
+                         f'parameters: the corpus default{sim}"')
             lines.append("")
             continue
         lines.append(f"  default: {_values(p.params)}")
@@ -131,13 +139,13 @@ def main() -> None:
         files = sorted({r.spec["source"] for r in p.rows})
         if p.fit is None:
             lines.append(f'  source: "default: the corpus default (its {len(p.rows)} rows of data/measurements/, '
-                         f'{", ".join(files)}, are of one chip: its entry); {_half(p.rows)}"')
+                         f'{", ".join(files)}, are of one chip: its entry); {_half(p.rows)}{sim}"')
             lines.append("")
             continue
         edges = "; on a bound (the model lacks a term these rows need): " + ", ".join(_pinned(p.fit)) \
             if _pinned(p.fit) else ""
         lines.append(f'  source: "fitted on {len(p.rows)} rows of data/measurements/ ({", ".join(files)}); '
-                     f'{_half(p.rows)}{edges}"')
+                     f'{_half(p.rows)}{edges}{sim}"')
         lines.append("")
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}")
