@@ -60,7 +60,7 @@ METRICS = {("decode", "tpot_s"): "tpot_s", ("decode", "tokens_per_s"): "tokens_p
 # models the corpus names by the source's own name, matched on the name with spaces, hyphens and "v" versions
 # unified ("LLaMA v3.1 70B", "amd/Llama-3.1-70B-Instruct-FP8-KV" -> "llama 3.1 70b"): the catalog's entry, or
 # one with the same shapes. The Llama 3.1 8B, 70B and 405B, GPT-J 6B and InternLM 20B entries cite their
-# config.json in triage/inputs/catalog/models.yaml.
+# config.json in triage/inputs/catalog/models.yaml; Llama 3.3 70B cites a recipe table of its shapes.
 NAMES = (("llama 3.1 8b", "llama-3.1-8b"), ("llama 3.1 70b", "llama-3.1-70b"), ("llama 3.1 405b", "llama-3.1-405b"),
          ("llama 3.3 70b", "llama-3.3-70b"),
          ("gpt j 6b", "gpt-j-6b"), ("internlm 20b", "internlm-20b"))
