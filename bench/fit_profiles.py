@@ -51,8 +51,7 @@ def _range(span: FittedRange) -> str:
 
 def _simulated(hw: str, e: serving_profiles.Entry) -> list[str]:
     """A chip entry fitted by simulation on max-load runs, with the comment that says so."""
-    files = ", ".join(sorted({i["row"]["source"] for i in e.items}))
-    return [f"    # fitted by simulation on {len(e.items)} max-load runs of data/measurements/{files} (every request "
+    return [f"    # fitted by simulation on {len(e.items)} max-load runs of data/measurements/{e.files} (every request "
             f"at once; bench/serving_profiles.py): compute and layer_overhead, the engine default's other values; "
             f"median |err| {e.median_abs:.0%}" + (f"; on the search's edge: {', '.join(e.edges)}" if e.edges else ""),
             f"    {hw}: {_values(e.params)[:-1]}, range: {_range(e.range)}}}"]
@@ -60,9 +59,8 @@ def _simulated(hw: str, e: serving_profiles.Entry) -> list[str]:
 
 def _simulated_source(chips: dict[str, serving_profiles.Entry]) -> str:
     """What an engine's source adds for its chips fitted by simulation (empty without any)."""
-    return "".join(f"; {hw}: fitted by simulation on {len(e.items)} max-load runs of "
-                   f"{', '.join(sorted({i['row']['source'] for i in e.items}))} (bench/serving_profiles.py), median "
-                   f"|err| {e.median_abs:.0%}" for hw, e in chips.items())
+    return "".join(f"; {hw}: fitted by simulation on {len(e.items)} max-load runs of {e.files} "
+                   f"(bench/serving_profiles.py), median |err| {e.median_abs:.0%}" for hw, e in chips.items())
 
 
 def _half(rows: list[calibrate.Row]) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from triage.analysis.calibrate import LINEAR
 from triage.inputs.catalog import FittedRange
 
 from . import serving_corpus
@@ -44,13 +45,18 @@ class Entry:
     median_abs: float              # the fitted runs' median absolute error
     edges: tuple[str, ...]         # the parameters whose best value is the search's lowest or highest
 
+    @property
+    def files(self) -> str:
+        """The data/measurements files its runs come from."""
+        return ", ".join(sorted({i["row"]["source"] for i in self.items}))
+
 
 def _workload(item: dict[str, Any], params: dict[str, float]) -> dict[str, Any]:
     """The run's workload with every profile value stated at workload level (so no catalog entry enters)."""
     w = copy.deepcopy(item)
     block = w["workloads"]["workloads"][0]
     block["efficiency"] = {"bandwidth": params["bandwidth"], "compute": params["compute"]}
-    for key in ("overhead_s", "layer_overhead_s", "request_overhead_s", "sequence_overhead_s"):
+    for key in LINEAR:
         block[key[:-2]] = f"{params[key] * 1e3:.9g} ms"
     return w
 
