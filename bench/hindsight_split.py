@@ -3,7 +3,8 @@ train and held-out (the first in the ranking train), so each direction is halved
 paper fell in. Written once, at registration, to bench/hindsight/blind/split.yaml; a paper added later takes the
 parity of its hash's first byte (odd: held-out), so the registered split never moves.
 
-Run with:  .venv/bin/python bench/hindsight_split.py   (prints the split; --write writes split.yaml, never over one)
+Run with:  .venv/bin/python bench/hindsight_split.py   (prints the split; --write writes split.yaml, never over one;
+           --append appends the papers added since, leaving every registered line as it is)
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ def digest(pid: str) -> str:
 
 
 def split_of_registered(papers: dict[str, dict[str, dict]]) -> dict[str, str]:
-    """Each registered paper's split: per direction, by rank of its id's hash, alternating."""
+    """Each paper's split: the first registered, per direction, by rank of its id's hash, alternating; one
+    marked ``added`` by the parity of its hash."""
     out: dict[str, str] = {}
     for ids in papers.values():
-        for rank, pid in enumerate(sorted(ids, key=digest)):
+        first = [pid for pid, paper in ids.items() if "added" not in paper]
+        for rank, pid in enumerate(sorted(first, key=digest)):
             out[pid] = SPLITS[rank % 2]
+        out.update({pid: split_of_added(pid) for pid, paper in ids.items() if "added" in paper})
     return out
 
 
@@ -42,11 +46,17 @@ def main() -> None:
     text = ("# The blind set's split, written once at registration by bench/hindsight_split.py (per direction, ids\n"
             "# ranked by SHA-256, alternating train / held-out). Never edited; a paper added later takes the parity\n"
             "# of its hash (split_of_added).\n" + yaml.safe_dump(dict(sorted(split.items())), sort_keys=False))
+    target = BLIND / "split.yaml"
     if "--write" in sys.argv[1:]:
-        target = BLIND / "split.yaml"
         if target.exists():
-            sys.exit(f"error: {target} exists: the registered split is never rewritten")
+            sys.exit(f"error: {target} exists: the registered split is never rewritten (--append adds new papers)")
         target.write_text(text)
+    elif "--append" in sys.argv[1:]:
+        known = yaml.safe_load(target.read_text())
+        new = {pid: s for pid, s in split.items() if pid not in known}
+        with target.open("a") as f:
+            f.write(yaml.safe_dump(new, sort_keys=False))
+        text = yaml.safe_dump(new, sort_keys=False)
     print(text, end="")
 
 
