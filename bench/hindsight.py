@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from triage.analysis import pipeline  # noqa: E402
+from triage.analysis.decision import Rule  # noqa: E402
 from triage.errors import UserError  # noqa: E402
 from triage.inputs import catalog  # noqa: E402
 from triage.inputs.claim import Claim  # noqa: E402
@@ -67,15 +68,15 @@ def as_published(card: Path, since: str | None = None) -> Claim:
     return dataclasses.replace(claim, kernel_in="paper") if later else claim
 
 
-def decide(claim: Claim, workloads: object = None) -> tuple[str, str, bool]:
-    """(verdict, rule, whether the change moves any workload: False where every cell is 1.000x with a
-    does-not-act warning)."""
+def decide(claim: Claim, workloads: object = None) -> tuple[str, Rule, bool]:
+    """(verdict, the rule that decided it, whether the change moves any workload: False where every cell is
+    1.000x with a does-not-act warning)."""
     baseline = "paper" if pipeline.paper_baseline(claim) else "current"
     ev = pipeline.evaluate(claim, workloads, analyse=False, baseline=baseline)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = ev.gaps.base_request_s / ev.gaps.claim_request_s
     moves = not (ev.warnings and np.all(np.abs(ratio[np.isfinite(ratio)] - 1.0) < 1e-9))
-    return ev.decision.verdict, rule_words(ev.decision.rule), moves
+    return ev.decision.verdict, ev.decision.rule, moves
 
 
 def one(**change: object) -> dict:
@@ -96,7 +97,8 @@ def main() -> None:
         claim = as_published(path, label.get("since"))
         for name, source in (("default", None), ("mix", MIX)):
             try:
-                verdict, rule, moves = decide(claim, source)
+                verdict, decided, moves = decide(claim, source)
+                rule = rule_words(decided)
                 if not moves:
                     verdict, rule = "SAME", "the change moves no workload of this matrix"
             except UserError as err:
