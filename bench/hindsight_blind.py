@@ -70,7 +70,19 @@ def register() -> None:
 
 
 def check() -> list[str]:
-    """Problems: a registered file changed without an errata entry, missing, or a file not registered."""
+    """Problems with the registration: its files (file_problems), and SHA256SUMS not committed as it is."""
+    problems = file_problems()
+    committed = subprocess.run(["git", "log", "-1", "--format=%H", "--", str(SUMS)], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+    if not committed:
+        problems.append("SHA256SUMS is not committed: the registration must precede every scoring")
+    elif subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(SUMS)], cwd=ROOT).returncode:
+        problems.append("SHA256SUMS differs from its committed version: the registration is never rewritten")
+    return problems
+
+
+def file_problems() -> list[str]:
+    """A registered file changed without an errata entry, missing, or a file not registered."""
     if not SUMS.exists():
         return [f"{SUMS.relative_to(ROOT)} is missing: register the set (--register) and commit it first"]
     sums = {name: digest for digest, name in (line.split("  ", 1) for line in SUMS.read_text().splitlines())}
@@ -82,12 +94,6 @@ def check() -> list[str]:
                  for name in present if name not in sums]
     problems += [f"{name}: differs from its registered sum and has no errata entry"
                  for name, f in present.items() if name in sums and sha256(f) != sums[name]]
-    committed = subprocess.run(["git", "log", "-1", "--format=%H", "--", str(SUMS)], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-    if not committed:
-        problems.append("SHA256SUMS is not committed: the registration must precede every scoring")
-    elif subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(SUMS)], cwd=ROOT).returncode:
-        problems.append("SHA256SUMS differs from its committed version: the registration is never rewritten")
     return problems
 
 
