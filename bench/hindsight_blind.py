@@ -170,7 +170,9 @@ def main() -> None:
             sub = [(o, v) for pid, o, v, _, _ in rows[m] if d == "all" or direction[pid] == d]
             b, s, c, k = rates(sub)
             figures[m][d] = {"balanced": round(b, 3), "strict": round(s, 3), "coverage": round(c, 3), "runs": k}
-            print(f"{m:8s} {d:10s} {k:6d} {b:9.2f} {s:7.2f} {c:9.2f}")
+            shown = [f"{x:.2f}" if x == x else "n/a" for x in (b, s)]       # n/a: one class only
+            print(f"{m:8s} {d:10s} {k:6d} {shown[0]:>9s} {shown[1]:>7s} {c:9.2f}")
+    print("(n/a: the direction has papers of one class only in this split; balanced agreement needs both)")
     print("\nper paper (✗: disagrees with the field; balanced reading)")
     print(f"{'paper':28s} {'direction':10s} {'outcome':12s} " + " ".join(f"{m:12s}" for m in matrices))
     for i, pid in enumerate(ids):
