@@ -59,9 +59,39 @@ def test_a_record_not_provably_the_users_is_ignored(cache, tmp_path):
     res = CliRunner().invoke(main, ["validate", str(bad)])
     assert res.exit_code == 1 and "kv_bytes" in res.stderr
     os.chmod(cache, 0o600)
-    assert known_valid.known(planted)                         # the same digest, the user's own file: read
-    cache.write_bytes(planted + b"x")                         # not a whole number of digests
+    assert known_valid.known(planted) is False                # the user's own file, but not one triage wrote
+    cache.unlink()
+    known_valid.remember(planted)
+    assert known_valid.known(planted)                         # the same digest, recorded by triage: read
+    cache.write_bytes(cache.read_bytes() + planted)           # re-written since: its stamp no longer matches
     assert known_valid.known(planted) is False
+
+
+def test_a_record_checked_out_of_a_repository_lets_no_bad_card_through(tmp_path):
+    """Issue 46, case 1: a checkout that holds .cache/triage/validation/ (the user's files, 0600, folders closed
+    to 0700 by triage itself) with a planted digest and even a planted stamp, reached as a relative
+    XDG_CACHE_HOME or as $HOME: the bad card is refused."""
+    import subprocess
+    import sys
+
+    from triage.inputs.validation import _validator_salt
+    from triage.io.resources import schema_text
+    from triage.io.yamlio import load
+
+    checkout = tmp_path / "checkout"
+    bad = checkout / "bad.yaml"
+    folder = checkout / ".cache" / "triage" / "validation"
+    folder.mkdir(parents=True)
+    bad.write_text((CLAIMS / "kv2x.yaml").read_text().replace("kv_bytes: 0.5", "kv_bytes: -0.5"))
+    planted = known_valid.digest(schema_text("claim"), load(bad.read_text(), "bad.yaml").data, _validator_salt())
+    (folder / "valid-documents").write_bytes(planted)
+    st = os.lstat(folder / "valid-documents")
+    (folder / "valid-documents.stamp").write_text(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:"
+                                                   f"{st.st_ctime_ns + 1}")       # a guess: ctime is not settable
+    for env in ({"XDG_CACHE_HOME": ".cache"}, {"XDG_CACHE_HOME": "", "HOME": str(checkout)}):
+        proc = subprocess.run([sys.executable, "-m", "triage", "validate", "bad.yaml"], cwd=checkout, text=True,
+                              capture_output=True, timeout=120, env={**os.environ, **env})
+        assert proc.returncode == 1 and "kv_bytes" in proc.stderr, (env, proc.stderr)
 
 
 def test_the_record_keeps_the_newest_digests_only(cache):

@@ -300,15 +300,16 @@ def free_costs(group: list[Row], hold: tuple[str, ...] = ()) -> tuple[int, ...]:
 
 def _nnls(a_mat: np.ndarray, b_vec: np.ndarray) -> np.ndarray:
     """Non-negative minimizer of θᵀAθ − 2bᵀθ, batched (A: (..., k, k), b: (..., k)): the restricted optimum
-    θ_S = A_SS⁻¹ b_S of the feasible support S that lowers the objective most (bᵀθ_S largest) — exact for the
-    few fixed costs here (2^k supports)."""
+    θ_S = A_SS⁺ b_S of the feasible support S that lowers the objective most (bᵀθ_S largest) — exact for the
+    few fixed costs here (2^k supports). A⁺ is the pseudo-inverse: rows that cannot tell two costs apart (a
+    singular A_SS) give the least-norm solution, not an error."""
     k = b_vec.shape[-1]
     best = np.zeros(b_vec.shape)
     gain = np.zeros(b_vec.shape[:-1])
     for size in range(1, k + 1):
         for support in itertools.combinations(range(k), size):
             s = list(support)
-            inv = np.linalg.inv(a_mat[..., s, :][..., :, s])
+            inv = np.linalg.pinv(a_mat[..., s, :][..., :, s])
             theta = np.einsum("...ij,...j->...i", inv, b_vec[..., s])
             g = np.einsum("...i,...i->...", theta, b_vec[..., s])
             better = (theta >= 0).all(axis=-1) & (g > gain)
@@ -367,7 +368,7 @@ def solve(group: list[Row], weights: np.ndarray | None = None, prior: Mapping[st
     params = {"bandwidth": float(be[best]), "compute": float(ce[best]),
               **{k: float(v) for k, v in zip(LINEAR, prior_costs, strict=True)}}
     params.update({LINEAR[k]: float(v) for k, v in zip(free, theta[best], strict=True)})
-    unbounded = np.linalg.solve(a_mat, b_vec[best]) if free else np.zeros(0)
+    unbounded = np.linalg.lstsq(a_mat, b_vec[best], rcond=None)[0] if free else np.zeros(0)
     negative = tuple(LINEAR[k] for k, v, size in zip(free, unbounded, scale, strict=True) if v < -1e-3 * size)
 
     # leave one out: the grid point the other rows' errors choose, the fixed costs re-solved without the row

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 import yaml
 
+from ..errors import escape
 from ..inputs.catalog import resolve
 from ..inputs.hfconfig import load_model, read_config, to_entry
 from ..report.catalog_view import ROWS, render
@@ -61,7 +62,7 @@ def import_config(config: Path, key: str, output: Path | None, force: bool) -> N
     """
     entry = to_entry(read_config(config), str(config))
     model = load_model(config, key=key)          # validates it as the catalog would
-    header = (f"# triage workload file: model {key!r} from {config}\n"
+    header = (f"# triage workload file: model {key!r} from {escape(str(config))}\n"   # a name's line break escaped
               f"# {model.params:,.0f} parameters, {model.kv_elements_per_token:,.0f} KV elements per token\n")
     text = header + yaml.safe_dump({"models": {key: entry}}, sort_keys=False, allow_unicode=True, width=100)
     deliver(text, output, (config,), force)

@@ -12,17 +12,11 @@ from typing import BinaryIO, TypeAlias
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
-from .private import owned_file, private_folder
+from .private import owned_file, private_folder, stamp
 
 MAX_BYTES = LIMITS.file_bytes
 
 _SYSTEM = ("/proc", "/sys", "/dev")
-
-
-def _stamp(st: os.stat_result) -> str:
-    """What identifies one written version of a file: device, inode, size, mtime and ctime (ctime cannot be
-    set by a user, so a file changed or replaced after triage wrote it no longer matches)."""
-    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _record_path(target: Path) -> Path | None:
@@ -37,7 +31,7 @@ def _ours(target: Path) -> bool:
     record = _record_path(target)
     data = owned_file(record, 256) if record is not None else None
     try:
-        return data is not None and data.decode() == _stamp(os.lstat(target))
+        return data is not None and data.decode() == stamp(os.lstat(target))
     except (OSError, UnicodeDecodeError):
         return False
 
@@ -52,7 +46,7 @@ def _remember(target: Path) -> None:
         import tempfile  # loads when a file is written, not on every start
         fd, tmp = tempfile.mkstemp(dir=record.parent, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
-            fh.write(_stamp(os.lstat(target)))
+            fh.write(stamp(os.lstat(target)))
         os.replace(tmp, record)
     except OSError:
         pass

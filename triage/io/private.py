@@ -1,6 +1,9 @@
-"""The user's private triage folder ($XDG_CACHE_HOME/triage, else ~/.cache/triage): used only when it is
-provably the user's own — a real folder (no symlink), owned by the user, mode 0700 (a folder of the user's that
-others could enter is closed first) — else not at all."""
+"""The user's private triage folder ($XDG_CACHE_HOME/triage when that is an absolute path, as the XDG Base
+Directory spec asks; else ~/.cache/triage): used only when it is provably the user's own — a real folder (no
+symlink), owned by the user, mode 0700 (a folder of the user's that others could enter is closed first) — else
+not at all. It holds data, never code, and a file in it is believed only where its stamp (``stamp``: inode and
+ctime, which no user can set) matches one triage recorded when it wrote it: a folder checked out of a
+repository (a checkout as $HOME) can hold files of the user's, mode 0600, that triage never wrote."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from pathlib import Path
 
 def private_folder(name: str) -> Path | None:
     """``<cache>/triage/<name>``, created 0700 if needed; None unless it and its parent are ours alone."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triage"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "triage"   # a relative one: ignored
     folder = base / name
     try:
         for path in (base, folder):
@@ -26,6 +30,12 @@ def private_folder(name: str) -> Path | None:
     except (OSError, RuntimeError):          # RuntimeError: no home directory
         return None
     return folder
+
+
+def stamp(st: os.stat_result) -> str:
+    """What identifies one written version of a file: device, inode, size, mtime and ctime (ctime cannot be
+    set by a user, so a file changed, replaced or checked out after triage wrote it no longer matches)."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def owned_file(path: Path, max_bytes: int) -> bytes | None:

@@ -28,14 +28,23 @@ Path_ = tuple[Any, ...]
 
 
 class _StrictConstructor:
-    """Refuses duplicate keys and unhashable keys, addressed by their mark."""
+    """Refuses duplicate keys and unhashable keys, addressed by their mark, and a tagged value its tag cannot
+    read (``!!int 0b101``, ``!!float abc``, ``!!timestamp bogus``): an error at the value, never its text."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)  # type: ignore[misc]
+        except (ValueError, TypeError, AttributeError, LookupError, ArithmeticError):
+            tag = node.tag.rsplit(":", 1)[-1] if node.tag.startswith("tag:yaml.org,2002:") else "its tag"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value its tag ({tag}) cannot read", node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+            key = self.construct_object(key_node, deep=True)
             try:
                 hash(key)
             except TypeError:

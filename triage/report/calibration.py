@@ -66,7 +66,8 @@ def workload_file(report: Calibration, engine: str = "calibrated") -> str:
                "source": f"{sum(h.rows for h in report.hardware)} measured rows of {report.source}",
                "default": _values(d),
                "hardware": hardware}
-    header = (f"# triage workload file: calibrated by `triage calibrate {report.source}`\n"
+    source = escape(report.source)          # a file name's line breaks escaped: a comment stays one line
+    header = (f"# triage workload file: calibrated by `triage calibrate {source}`\n"
               f"# the engine profile {engine!r} (efficiencies and fixed costs fitted per chip from measured times)\n"
               f"# and one workload per measured row; other workload files use the profile with engine: <this file>\n"
               f"# (a row's weight grouping and scale bits are the calibration's; a workload prices int4/int8 weights\n"
@@ -147,7 +148,7 @@ def _cost(h: HardwareFit, k: str, per: str) -> str:
 
 def render_markdown(report: Calibration) -> str:
     """The calibration report: fitted values and the error before and after, per point."""
-    lines = ["<!-- triage calibration report -->", f"# Calibration: `{report.source}`", ""]
+    lines = ["<!-- triage calibration report -->", f"# Calibration: `{escape(report.source)}`", ""]
     for h in report.hardware:
         f, u = h.parameters, h.uncertainty or {}
         pm = {name: f" ± {u[name]:.2f}" if name in u else "" for name in ("bandwidth", "compute")}

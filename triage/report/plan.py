@@ -9,6 +9,7 @@ check fails.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from ..analysis.evaluation import Evaluation
@@ -36,11 +37,14 @@ def plan(result: Evaluation) -> list[dict[str, str]]:
         out_len = s.output_tokens if m.decode[i] else 1
         runs.setdefault((_hf_id(model), hw.key), {})[f"{s.name} {ctx} {out_len} {batch} {max(64, 8 * batch)}"] = s.name
     for (model_id, hw_key), workloads in runs.items():
+        # names from a workload file's catalog are the user's text: each quoted for the shell (a workload's
+        # own name is letters, digits, '.', '_' and '-' by the schema, so `set -- $w` splits it as meant)
         loop = " ".join(f'"{w}"' for w in workloads)
+        hw = shlex.quote(hw_key)
         cmd = (f"for w in {loop}; do set -- $w; for VARIANT in baseline claim; do "
-               f"vllm bench serve --model {model_id} --dataset-name random --random-input-len $2 "
+               f"vllm bench serve --model {shlex.quote(model_id)} --dataset-name random --random-input-len $2 "
                f"--random-output-len $3 --max-concurrency $4 --num-prompts $5 --save-result --result-dir results "
-               f"--result-filename $1-{hw_key}-$VARIANT.json --metadata workload=$1 hardware={hw_key} "
+               f"--result-filename $1-{hw}-$VARIANT.json --metadata workload=$1 {shlex.quote('hardware=' + hw_key)} "
                f"variant=$VARIANT; done; done")
         steps.append({"step": f"A/B on {hw_key} ({model_id}): each workload at its batch and lengths, once on the "
                               f"baseline build and once on the claim's (start the matching server before each "
@@ -61,5 +65,5 @@ def plan(result: Evaluation) -> list[dict[str, str]]:
                               f"workload is long-context; average scores can hide the drop",
                       "command": f"RULER niah tasks at sequence length {ctx} (github.com/NVIDIA/RULER), both builds"})
     steps.append({"step": "compare predicted and measured; roll back if any check fails",
-                  "command": f"triage run {claim.file} --measured results/"})
+                  "command": f"triage run {shlex.quote(str(claim.file))} --measured results/"})
     return steps

@@ -1,59 +1,17 @@
 """The one Jinja environment every Markdown output renders through: StrictUndefined, formatting filters only.
 
-Compiled templates are cached per user, and a cache is trusted only as far as it is provably the user's own:
-a folder the user owns with mode 0700 (no symlink), regular files the user owns that no one else can write,
-each carrying the SHA-256 of its payload. Anything else — another owner, loose permissions, a truncated or
-altered file, a full disk — is ignored and the template is compiled in memory.
+Templates are compiled from the shipped sources in each process, never loaded compiled from a cache: Jinja's
+bytecode cache is a pickle of code, and a cache folder can be a checkout's (issue 46).
 """
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from ..errors import escape
 from ..inputs import units
-from ..io.private import owned_file, private_folder, write_owned
 from ..io.resources import resource_dir
-
-_MAX_CACHE_BYTES = 4 << 20     # a compiled memo template is ~100 kB
-
-
-def _bytecode_cache() -> Any:
-    import jinja2
-
-    class PrivateCache(jinja2.BytecodeCache):
-        """Checked, content-hashed compiled templates; every failure means 'compile it again'."""
-
-        def __init__(self, folder: Path) -> None:
-            self.folder = folder
-
-        def _path(self, bucket: Any) -> Path:
-            return self.folder / f"{bucket.key}.bin"
-
-        def load_bytecode(self, bucket: Any) -> None:
-            data = owned_file(self._path(bucket), _MAX_CACHE_BYTES)
-            if data is None:
-                return
-            digest, payload = data[:32], data[32:]
-            try:
-                if hashlib.sha256(payload).digest() == digest:
-                    bucket.bytecode_from_string(payload)
-            except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache
-                bucket.reset()
-
-        def dump_bytecode(self, bucket: Any) -> None:
-            try:
-                payload = bucket.bytecode_to_string()
-            except Exception:  # noqa: BLE001 - a template jinja cannot serialise only costs the next run a compile
-                return
-            write_owned(self._path(bucket), hashlib.sha256(payload).digest() + payload)   # a failure: compile again
-
-    folder = private_folder("templates")
-    return PrivateCache(folder) if folder is not None else None
-
 
 _MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "*": "\\*", "`": "\\`", "[": "\\[", "]": "\\]",
                            "<": "&lt;", "\n": " ", "\r": " ", "\t": " "})
@@ -97,7 +55,6 @@ def environment() -> Any:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
                              undefined=jinja2.StrictUndefined, autoescape=False, finalize=markdown_text,
-                             bytecode_cache=_bytecode_cache(),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update({
         "bytes": lambda x: "—" if x is None else units.fmt_bytes(x),

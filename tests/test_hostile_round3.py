@@ -1,0 +1,124 @@
+"""The third round of hostile input (issue 46): each numbered case of the review as a test, named by its case.
+Every one failed on main before the fix; the fuzzers cover the classes (bench/fuzz_hostile.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CLAIMS, ROOT, run
+
+KV2X = CLAIMS / "kv2x.yaml"
+
+
+def _triage(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+# ---- case 1: code from places a user does not control ------------------------------------------------
+
+class _Planted:
+    """Unpickling it touches a file: what a planted Jinja bytecode cache entry would run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_case_1_a_compiled_template_planted_in_a_checkout_never_runs(tmp_path):
+    """A checkout holding .cache/triage/templates/<key>.bin (a pickle behind a valid digest, at the exact key
+    Jinja would look up) reached as a relative XDG_CACHE_HOME or as $HOME: nothing in it runs."""
+    import jinja2
+    import jinja2.bccache
+
+    checkout = tmp_path / "checkout"
+    folder = checkout / ".cache" / "triage" / "templates"
+    folder.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    payload = jinja2.bccache.bc_magic + pickle.dumps(_Planted(marker), protocol=2)
+    for name in ("memo.md.j2", "brief.md.j2"):
+        key = jinja2.BytecodeCache().get_cache_key(name, str(ROOT / "templates" / name))
+        (folder / f"{key}.bin").write_bytes(hashlib.sha256(payload).digest() + payload)
+    for env in ({"XDG_CACHE_HOME": ".cache"}, {"XDG_CACHE_HOME": "", "HOME": str(checkout)}):
+        proc = _triage("run", str(KV2X), "--workloads", str(ROOT / "examples" / "course.yaml"), cwd=checkout,
+                       env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert not marker.exists(), env
+    assert len(list(checkout.rglob("*.bin"))) == 2                          # and triage wrote none of its own
+
+
+# ---- case 2: a printed command that runs what a workload file names ---------------------------------
+
+def test_case_2_the_verification_plans_command_quotes_a_chips_name(tmp_path):
+    """A chip named h100$(touch PWNED): the memo's A/B command, run with vllm as a no-op, touches nothing."""
+    workloads = tmp_path / "w.yaml"
+    workloads.write_text('hardware:\n  "h100$(touch PWNED)": {memory: 80 GiB, bandwidth: 2 TB/s, compute: '
+                         '{fp16: 1000 TFLOP/s}}\ndefaults: {hardware: "h100$(touch PWNED)", model: llama-2-7b}\n'
+                         'workloads:\n  - {name: w, context: 4096}\n')
+    res = run("run", KV2X, "-w", workloads, "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    steps = json.loads(res.stdout)["analysis"]["verification_plan"]
+    for step in steps:
+        if step["command"].startswith(("for w in", "triage run")):
+            subprocess.run(["bash", "-c", "vllm() { :; }; triage() { :; }; " + step["command"]], cwd=tmp_path,
+                           check=True, timeout=30)
+    assert not (tmp_path / "PWNED").exists()
+
+
+# ---- case 3: a file name that writes YAML into what triage writes ------------------------------------
+
+@pytest.mark.parametrize("command", ["calibrate", "import"])
+def test_case_3_a_newline_in_an_input_files_name_stays_in_its_comment(tmp_path, command):
+    name = "m\nhardware:\n  h100-sxm: {bandwidth: 200 TB}\n#"
+    if command == "calibrate":
+        source = tmp_path / f"{name}.csv"
+        source.write_bytes((ROOT / "examples" / "measurements" / "gpt-fast-a100.csv").read_bytes())
+        args = ["calibrate", source, "-o", tmp_path / "out.yaml"]
+    else:
+        source = tmp_path / f"{name}.json"
+        source.write_bytes((ROOT / "tests" / "configs" / "llama-3-8b.json").read_bytes())
+        args = ["catalog", "import", source, "--name", "mine", "-o", tmp_path / "out.yaml"]
+    res = run(*args)
+    assert res.exit_code == 0, res.stderr
+    import yaml
+
+    written = yaml.safe_load((tmp_path / "out.yaml").read_text())
+    assert "hardware" not in written
+    assert "\\x0ahardware:" in (tmp_path / "out.yaml").read_text().splitlines()[0]
+
+
+# ---- case 10: YAML tags the parser cannot construct ---------------------------------------------------
+
+@pytest.mark.parametrize("value", ["!!int 0b101", "!!int 1:30", "!!float abc", "!!timestamp bogus", "!!bool maybe"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_case_10_a_tag_that_cannot_read_its_value_is_an_addressed_error(tmp_path, value, command):
+    card = tmp_path / "card.yaml"
+    card.write_text(KV2X.read_text().replace("id: kv2x", f"id: {value}"))
+    res = run(command, card)
+    assert res.exit_code == 1, res.stderr
+    line = res.stderr.strip().splitlines()[0]
+    assert line.startswith(f"error: {card}:") and "cannot read" in line
+    assert value.split()[1] not in res.stderr                     # the file's value is never quoted
+
+
+# ---- case 11: a fit the rows cannot identify ----------------------------------------------------------
+
+def test_case_11_calibrate_on_rows_that_make_the_fit_singular_is_not_an_internal_error(tmp_path):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("model,hardware,phase,context,batch,weights,tp,tpot,source\n"
+                    "llama-2-7b,a100-80gb,decode,512,1,fp16,1,1e-9 s,a\n"
+                    "llama-2-7b,a100-80gb,decode,512,2,fp16,1,20 s,b\n"
+                    "llama-2-7b,a100-80gb,decode,512,4,fp16,1,20 s,c\n")
+    res = run("calibrate", rows)
+    assert res.exit_code in (0, 1), res.stderr
+    assert "Singular" not in res.stderr and "internal error" not in res.stderr
