@@ -122,3 +122,80 @@ def test_case_11_calibrate_on_rows_that_make_the_fit_singular_is_not_an_internal
     res = run("calibrate", rows)
     assert res.exit_code in (0, 1), res.stderr
     assert "Singular" not in res.stderr and "internal error" not in res.stderr
+
+
+# ---- case 5: a limit on what a command holds, not on one evaluation ---------------------------------
+
+_CONTEXTS = ",".join(str(1024 * i) for i in range(1, 501))
+_BATCHES = ",".join(str(i) for i in range(1, 701))            # × 2 chips: 700,000 cells, a third over the limit
+
+
+def test_case_5_compare_counts_cards_times_cells_against_the_cell_limit():
+    res = run("compare", KV2X, CLAIMS / "int8-kv.yaml", CLAIMS / "gqa.yaml", "--model", "llama-2-7b",
+              "--hardware", "h100-sxm,a100-80gb", "--context", _CONTEXTS, "--batch", _BATCHES)
+    assert res.exit_code == 1
+    assert "3 cards compared of 700,000 cells = 2,100,000 held at once" in res.stderr
+
+
+def test_case_5_a_stack_counts_each_stacked_cards_evaluation():
+    res = run("run", KV2X, CLAIMS / "int8-weights.yaml", "--stack", "--model", "llama-2-7b",
+              "--hardware", "h100-sxm,a100-80gb", "--context", _CONTEXTS, "--batch", _BATCHES, "-f", "json")
+    assert res.exit_code == 1 and "2,100,000 held at once" in res.stderr
+
+
+# ---- case 12: the API's number types -------------------------------------------------------------------
+
+def test_case_12_the_api_takes_any_number_type_as_int_or_float_and_refuses_a_nan():
+    import decimal
+    import fractions
+
+    import numpy as np
+    import yaml
+
+    import triage
+
+    base = yaml.safe_load(KV2X.read_text())
+    for value in (decimal.Decimal("0.5"), fractions.Fraction(1, 2), np.float64(0.5), np.float32(0.5)):
+        out = triage.evaluate({**base, "change": {"kv_bytes": value}}, analyse=False).to_dict()
+        json.dumps(out, allow_nan=False)
+        assert type(out["claim"]["change"]["kv_bytes"]) is float and out["claim"]["change"]["kv_bytes"] == 0.5
+    for value in (decimal.Decimal("NaN"), np.float64("nan"), fractions.Fraction(10**400, 1)):
+        with pytest.raises(triage.UserError, match="expected a finite number"):
+            triage.evaluate({**base, "change": {"kv_bytes": value}}, analyse=False)
+
+
+# ---- case 13: linear work on user text ---------------------------------------------------------------------
+
+def test_case_13_did_you_mean_is_searched_only_for_the_problems_shown(tmp_path, monkeypatch):
+    """400 chips defined and 400 misspelt references: one suggestion search per printed problem (20), not one
+    per problem against every name (400 × 421 comparisons on main)."""
+    import difflib
+
+    from triage.defaults import LIMITS
+
+    calls = []
+    real = difflib.get_close_matches
+    monkeypatch.setattr(difflib, "get_close_matches", lambda *a, **k: calls.append(1) or real(*a, **k))
+    chips = "".join(f"  chip{i:04d}: {{memory: 80 GiB, bandwidth: 2 TB/s, compute: {{fp16: 1000 TFLOP/s}}}}\n"
+                    for i in range(400))
+    refs = "".join(f"  - {{name: w{i}, context: 4096, hardware: chlp{i:04d}}}\n" for i in range(400))
+    workloads = tmp_path / "w.yaml"
+    workloads.write_text(f"hardware:\n{chips}defaults: {{model: llama-2-7b}}\nworkloads:\n{refs}")
+    res = run("validate", KV2X, "-w", workloads)
+    assert res.exit_code == 1 and "and 380 more problems" in res.stderr
+    assert "(did you mean 'chip0000'?)" in res.stderr
+    assert len(calls) < 2 * LIMITS.problems_shown, len(calls)        # about one a printed problem, not 400
+
+
+def test_case_13_a_long_model_type_in_a_config_json_is_read_in_linear_time(tmp_path):
+    """A 200 kB model_type of 'a-a-…/a': the verification plan reads the model's source word by word (on main a
+    search that backtracks at every word boundary, once per plan cell: about 25 s a cell); a generous timeout
+    catches only the hang."""
+    cfg = json.loads((ROOT / "tests" / "configs" / "llama-3-8b.json").read_text())
+    cfg["model_type"] = "a-" * 100_000 + "/a"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(cfg))
+    proc = subprocess.run([sys.executable, "-m", "triage", "run", str(KV2X), "--model", str(config), "--hardware",
+                           "h100-sxm", "--context", "4096,8192", "--batch", "1,2,4,8,16,32,64", "-f", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-300:]

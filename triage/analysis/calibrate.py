@@ -33,11 +33,10 @@ from typing import Any
 import numpy as np
 
 from ..defaults import LIMITS
-from ..errors import Problem, UserError, escape
+from ..errors import NEAR, Problem, UserError, escape
 from ..inputs import catalog as catalog_mod
 from ..inputs import units, workloads
 from ..inputs.claim import Change, Claim
-from ..inputs.validation import did_you_mean
 from ..io.files import read_text
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
@@ -153,8 +152,8 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
         table = catalog.models if key == "model" else catalog.hardware
         if raw[key] not in table:
             raise UserError([Problem(file, line, 1, f"$.{key}", (
-                f"unknown {key} {escape(raw[key], 40)!r}{did_you_mean(raw[key], table)}; define it in a catalog "
-                f"file and pass --catalog (or $TRIAGE_CATALOG)"))])
+                f"unknown {key} {escape(raw[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
+                f"(or $TRIAGE_CATALOG)"), near=(raw[key], tuple(table)))])
     change: Change = {"weight_bytes": 1.0}
     if weights in ("int8", "int4"):
         group = _field(raw, "group_size", file, line, 1_000_000)

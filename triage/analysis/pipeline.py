@@ -120,6 +120,15 @@ def _first_distinct(rows: np.ndarray, k: int) -> np.ndarray:
         n *= 8
 
 
+def held(cells: int, copies: int, what: str) -> None:
+    """Refuse a command that would hold ``copies`` evaluations of ``cells`` cells at once beyond LIMITS.cells (a
+    compare holds each card's, a stack each stacked card's beside its own): the limit bounds what is held."""
+    if copies > 1 and cells * copies > LIMITS.cells:
+        raise UserError([Problem("triage", path="", message=(
+            f"{copies:,} {what} of {cells:,} cells = {cells * copies:,} held at once; one command holds at most "
+            f"{LIMITS.cells:,} (limit cells): fewer cards or a smaller matrix (`triage sweep` streams one card)"))])
+
+
 def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
     """A change that cannot act on the matrix's models is an error, never a quiet 1.00x (or a growth)."""
     n = claim.change.get("kv_heads")
@@ -173,6 +182,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         if overrides else None
     paper = papercheck.load(claim, cat)
     models = resolved.models
+    held(len(m), 1 + len(claim.stacked), "evaluations (the stack, and each of its cards alone)")
     _check_applies(claim, m)
     g = evidence.compute(m, claim, models)                            # price
     _check_physical(g)

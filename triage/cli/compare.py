@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..analysis.pipeline import held
 from ..report.compare import comparison, render_markdown
 from ..report.result import evaluate
 from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source, output_format, output_option
@@ -34,7 +35,10 @@ def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None,
     if len(cards) < 2:
         raise click.UsageError("compare needs at least two cards")
     source, model = matrix_source(workloads, model, axes)
-    results = [evaluate(card, source, model, analyse=False, catalog_file=catalog_file) for card in cards]
+    first = evaluate(cards[0], source, model, analyse=False, catalog_file=catalog_file)
+    held(len(first), len(cards), "cards compared")         # before the other cards are priced
+    results = [first, *(evaluate(card, source, model, analyse=False, catalog_file=catalog_file)
+                        for card in cards[1:])]
     text = render_markdown(results) if output_format(fmt, output) == "md" else json.dumps(
         comparison(results), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     deliver(text, output, (*cards, workloads), force)

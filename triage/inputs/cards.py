@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import CARD_EFFICIENCY, CARD_KERNEL, CARD_LONG_CONTEXT_TESTED, LIMITS, PAPER_HARDWARE
-from ..errors import Problem, UserError
+from ..errors import NEAR, Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
@@ -17,7 +17,7 @@ from .claim import Claim, QualityFigure
 from .hfconfig import load_model
 from .specs import Model, is_config_path
 from .stack import stack
-from .validation import did_you_mean, validate
+from .validation import validate
 
 
 def _models(doc: Document, cat: catalog_mod.Catalog, problems: list[Problem]) -> dict[str, Model]:
@@ -43,8 +43,8 @@ def _models(doc: Document, cat: catalog_mod.Catalog, problems: list[Problem]) ->
             except UserError as err:
                 problems += err.problems
         elif name not in cat.models:
-            problems.append(doc.problem(where, f"unknown model{did_you_mean(name, cat.models)}; define it with "
-                                               f"--catalog or in the workload file's models:"))
+            problems.append(doc.problem(where, f"unknown model{NEAR}; define it with --catalog or in the workload "
+                                               f"file's models:", near=(name, cat.models)))
     return out
 
 
@@ -61,8 +61,8 @@ def _semantic(doc: Document, cat: catalog_mod.Catalog) -> tuple[list[Problem], d
     name = setting.get("hardware")
     if name is not None and name not in cat.hardware:
         problems.append(doc.problem(("claim", "setting", "hardware"), (
-            f"unknown hardware{did_you_mean(name, cat.hardware)}; define it with --catalog or in the workload "
-            f"file's hardware:")))
+            f"unknown hardware{NEAR}; define it with --catalog or in the workload file's hardware:"),
+            near=(name, cat.hardware)))
     compute = setting.get("precision", {}).get("compute") if isinstance(setting.get("precision"), dict) else None
     hw = cat.hardware.get(setting.get("hardware", PAPER_HARDWARE))
     if compute is not None and hw is not None and not hw.has_peak(compute):
@@ -116,7 +116,7 @@ def _quality_problems(doc: Document, cat: catalog_mod.Catalog, models: dict[str,
         if figure_params(f, cat, models) is None:
             problems.append(doc.problem(("quality", "figures", i, "model"), (
                 f"the figure's model is not in the catalog: give its params (the measured model's parameter "
-                f"count, e.g. 175e9){did_you_mean(f['model'], cat.models)}")))
+                f"count, e.g. 175e9){NEAR}"), near=(f["model"], cat.models)))
         if f["kind"] == "perplexity" and f["claim"] <= 0:
             problems.append(doc.problem(("quality", "figures", i, "claim"), "a perplexity is above 0"))
     return problems

@@ -3,34 +3,16 @@ what the file says (a file named by mistake, a stray /etc/shadow, must not end u
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from ..errors import Problem
+from ..errors import Problem, closest, did_you_mean
 from ..io import known_valid
 from ..io.resources import schema as load_schema
 from ..io.resources import schema_text
 from ..io.yamlio import Document, Path_
 
 KEYS_SHOWN = 6      # the known keys an unknown-key error lists before '…'
-
-
-def closest(word: str, choices: Iterable[str]) -> str | None:
-    """The choice ``word`` most likely means (a prefix match first: 'a100' means an A100 before an A10G), or None."""
-    import difflib  # loads when a name is wrong, not on every start
-
-    names = sorted(choices)
-    longer = [c for c in names if c.startswith(word)]
-    close = difflib.get_close_matches(word, longer, n=1, cutoff=0.0) if longer else \
-        difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'kv_bytes'?)' or '': the suggestion is one of ``choices``, never ``word`` itself."""
-    match = closest(word, choices)
-    return f" (did you mean {match!r}?)" if match is not None else ""
 
 
 def _resolve(root: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +107,7 @@ def _messages(err: Any, root: dict[str, Any]) -> list[_Message]:
     if v == "enum":
         opts = [str(o) for o in err.validator_value]
         got = f"other {_describe(value)}" if isinstance(value, str) else _describe(value)
-        hint = did_you_mean(value, opts) if isinstance(value, str) else ""
+        hint = did_you_mean(value, opts) if isinstance(value, str) else ""      # a schema's few options
         return [(path, path, f"expected one of {', '.join(opts)}; got {got}{hint}")]
     if v == "const":
         return [(path, path, f"expected {err.validator_value!r}, got {_describe(value)}")]

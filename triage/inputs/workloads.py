@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import LIMITS
-from ..errors import Problem, UserError
+from ..errors import NEAR, Problem, UserError
 from ..io.resources import catalog_file
 from ..io.yamlio import Document, document, load_file
 from ..records import record
@@ -23,7 +23,7 @@ from . import catalog as catalog_mod
 from . import traffic as traffic_mod
 from .hfconfig import load_model
 from .specs import Model, is_config_path
-from .validation import did_you_mean, validate
+from .validation import validate
 
 _QUANTITY_KINDS = {**{k: "time" for k in catalog_mod.FIXED_COSTS}, "reserve": "bytes"}
 
@@ -165,8 +165,8 @@ def _engine_file(name: str, doc: Document, where: tuple[Any, ...], cat: catalog_
             return next(iter(profiles.values()))
         problems.append(doc.problem(where, f"the file holds {len(profiles)} engine profiles: one is needed"))
         return None
-    problems.append(doc.problem(where, f"unknown engine{did_you_mean(name, cat.engines)} (triage catalog engines; "
-                                       f"or a path to a profile file)"))
+    problems.append(doc.problem(where, f"unknown engine{NEAR} (triage catalog engines; or a path to a profile "
+                                       f"file)", near=(name, cat.engines)))
     return None
 
 
@@ -234,8 +234,8 @@ def _check_names(doc: Document, path: tuple[Any, ...], layer: dict[str, Any], me
             if name not in table:
                 at = where + (written.index(name),) if isinstance(written, list) and name in written else where
                 problems.append(doc.problem(at, (
-                    f"unknown {key}{did_you_mean(name, table)} "
-                    f"(see triage/inputs/catalog/{section}.yaml, or define it under {section}:)")))
+                    f"unknown {key}{NEAR} (see triage/inputs/catalog/{section}.yaml, or define it under "
+                    f"{section}:)"), near=(name, table)))
 
 
 def _refuse_beyond_window(doc: Document, path: tuple[Any, ...], entry: dict[str, Any], settings: Settings,
@@ -350,8 +350,8 @@ def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = N
         if is_config_path(model):
             cat = cat.merged({}, _config_models({model}, Path(".")))
         elif model not in cat.models:
-            raise UserError([Problem("--model", path="", message=(
-                f"unknown model {model!r}{did_you_mean(model, cat.models)}"))])
+            raise UserError([Problem("--model", path="", message=f"unknown model {model!r}{NEAR}",
+                                     near=(model, tuple(cat.models)))])
 
     base_defaults = _parse_settings(base_doc, ("defaults",), problems)
     user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}

@@ -9,7 +9,9 @@ expansion and nesting bounded, file size capped, UTF-8 required.
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,11 +141,14 @@ class Document:
             table = self.values
         return table.get(path, (1, 1))
 
-    def problem(self, path: Path_, message: str, key: bool = False, at: Path_ | None = None) -> Problem:
+    def problem(self, path: Path_, message: str, key: bool = False, at: Path_ | None = None,
+                near: tuple[str, Iterable[str]] | None = None) -> Problem:
         """A Problem printed at ``path`` and pointing at ``at`` (default ``path``; its key when ``key``): an
-        unknown key is blamed on its mapping, so the key itself is never printed."""
+        unknown key is blamed on its mapping, so the key itself is never printed. ``near``: (a name, the names
+        it may mean), the suggestion at NEAR in ``message``, searched only if the problem is shown."""
         line, col = self.where(path if at is None else at, key)
-        return Problem(self.file, line, col, json_path(path), message)
+        hint = None if near is None else (near[0], tuple(near[1]))
+        return Problem(self.file, line, col, json_path(path), message, hint)
 
 
 # a key printed in a path: a name of the shape triage's own keys and names have; any other key (a line of a
@@ -292,11 +297,37 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
     return doc
 
 
+def _plain(data: Any, depth: int = 0) -> Any:
+    """The API's data as a YAML file would give it: numbers of any type (Decimal, Fraction, numpy scalars) as
+    int or float, numpy booleans as bool, tuples as lists; so nothing foreign reaches the model or to_dict()."""
+    if depth > MAX_DEPTH:
+        raise RecursionError
+    if isinstance(data, dict):
+        return {k: _plain(v, depth + 1) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain(v, depth + 1) for v in data]
+    if data is None:
+        return None
+    if isinstance(data, (bool, str, int, float)):
+        return data.item() if hasattr(data, "item") else data        # numpy's float64 / str_ subclasses
+    if type(data).__name__ == "bool_":
+        return bool(data)
+    if isinstance(data, numbers.Integral):
+        return int(data)
+    if isinstance(data, numbers.Number) and not isinstance(data, numbers.Complex) or isinstance(data, numbers.Real):
+        try:
+            return float(data)  # type: ignore[arg-type]           # Decimal, Fraction, numpy floats
+        except OverflowError:
+            return math.inf                                           # refused as not finite, addressed
+    return data
+
+
 def document(label: str, data: Any) -> Document:
     """A Document of already-parsed data (the Python API's dicts), held to the same rules as a file: text
-    keys, finite numbers, bounded size and nesting."""
+    keys, finite numbers (of any numeric type, made int or float first), bounded size and nesting."""
     problems: list[Problem] = []
     try:
+        data = _plain(data)
         _check_values(data, (), Document(label, data), problems)
     except RecursionError:
         raise UserError([Problem(label, path="", message=f"nesting deeper than {MAX_DEPTH} levels")]) from None

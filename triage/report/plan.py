@@ -16,11 +16,18 @@ from ..analysis.evaluation import Evaluation
 from ..defaults import LIMITS
 from ..inputs.registry import touched_groups
 
+_REPO = re.compile(r"[\w.-]+/[\w.-]+")
+
 
 def _hf_id(model: Any) -> str:
-    """The Hugging Face repository named in a catalog model's source, else its catalog key."""
-    match = re.search(r"\b([\w.-]+/[\w.-]+)\s+config\.json", model.source)
-    return match.group(1) if match else model.key
+    """The Hugging Face repository named in a catalog model's source (the word before 'config.json'), else its
+    catalog key. Word by word, each matched whole: linear in the source, which can be a user's text (a
+    config.json's model_type), where a search for the pattern anywhere would backtrack quadratically."""
+    words = model.source.split()
+    for word, following in zip(words, words[1:], strict=False):
+        if following.startswith("config.json") and _REPO.fullmatch(word.lstrip("([")):
+            return str(word.lstrip("(["))
+    return str(model.key)
 
 
 def plan(result: Evaluation) -> list[dict[str, str]]:
@@ -30,12 +37,13 @@ def plan(result: Evaluation) -> list[dict[str, str]]:
     # one A/B command per model × hardware, looping over its workloads (name, input length, output length,
     # concurrency, prompts): the same flags once, not once per cell
     runs: dict[tuple[str, str], dict[str, str]] = {}
+    repos = {k: _hf_id(model) for k, model in enumerate(m.models)}      # once a model, not once a cell
     for i in range(min(len(m), LIMITS.plan_cells)):
         s = m.blocks[m.block_idx[i]]
-        model, hw = m.models[m.model_idx[i]], m.hardware[m.hardware_idx[i]]
+        model_id, hw = repos[int(m.model_idx[i])], m.hardware[m.hardware_idx[i]]
         ctx, batch = int(m.context[i]), int(m.batch[i])
         out_len = s.output_tokens if m.decode[i] else 1
-        runs.setdefault((_hf_id(model), hw.key), {})[f"{s.name} {ctx} {out_len} {batch} {max(64, 8 * batch)}"] = s.name
+        runs.setdefault((model_id, hw.key), {})[f"{s.name} {ctx} {out_len} {batch} {max(64, 8 * batch)}"] = s.name
     for (model_id, hw_key), workloads in runs.items():
         # names from a workload file's catalog are the user's text: each quoted for the shell (a workload's
         # own name is letters, digits, '.', '_' and '-' by the schema, so `set -- $w` splits it as meant)
