@@ -199,3 +199,66 @@ def test_case_13_a_long_model_type_in_a_config_json_is_read_in_linear_time(tmp_p
                            "h100-sxm", "--context", "4096,8192", "--batch", "1,2,4,8,16,32,64", "-f", "json"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-300:]
+
+
+# ---- cases 7, 8, 9: outputs that never replace what appeared meanwhile, nor are left half-written ----------
+
+_SWEEP = ("--hardware", "a100-80gb,h100-sxm", "--context", ",".join(str(1024 * i) for i in range(1, 101)),
+          "--batch", ",".join(str(i) for i in range(1, 101)))              # 20,000 cells
+
+
+def test_case_7_a_file_saved_at_the_target_while_a_sweep_runs_is_kept(tmp_path, monkeypatch):
+    from triage.report import frame
+
+    target = tmp_path / "cells.csv"
+    real = frame.writer
+
+    def writer_then_the_user_saves(chunks, fmt):
+        write = real(chunks, fmt)
+
+        def both(fh):
+            write(fh)
+            target.write_text("the user's notes")                   # saved while triage was pricing
+        return both
+
+    monkeypatch.setattr(frame, "writer", writer_then_the_user_saves)
+    res = run("sweep", KV2X, *_SWEEP, "-o", target)
+    assert res.exit_code == 1 and "appeared or changed while triage was writing" in res.stderr
+    assert target.read_text() == "the user's notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.csv"]   # no temporary file left
+
+
+def test_case_8_sigterm_during_a_sweep_leaves_no_temporary_file(tmp_path):
+    import signal
+    import time
+
+    contexts = ",".join(str(1024 * i) for i in range(1, 1001))
+    batches = ",".join(str(i) for i in range(1, 1001))                     # 2,000,000 cells: several seconds
+    proc = subprocess.Popen([sys.executable, "-m", "triage", "sweep", str(KV2X), "--hardware", "a100-80gb,h100-sxm",
+                             "--context", contexts, "--batch", batches, "-o", str(tmp_path / "cells.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):                                              # the temporary file appears
+            if list(tmp_path.glob(".cells.csv.*.tmp")) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before it could be interrupted"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM and "interrupted" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_case_9_a_sweep_the_disk_has_no_room_for_is_refused_before_it_prices(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**9, 10**9 - 10**6, 10**6))   # 1 MB free
+    res = run("sweep", KV2X, *_SWEEP, "-o", tmp_path / "cells.csv")
+    assert res.exit_code == 1
+    # 20,000 cells × 930 B a cell (SWEEP_BYTES_PER_CELL, measured) = 18.6 MB, by hand
+    assert "20,000 cells of csv take about 18.6 MB and the disk holding" in res.stderr and "has 1 MB free" in res.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -62,6 +62,11 @@ LIMITS = Limits()
 # flight holds one claim side of the matrix, so memory grows by one side per worker, not with the cores.
 ANALYSIS_WORKERS = 2
 
+# What one swept cell takes on disk, for the free-space check before `triage sweep` writes a file: a
+# 20,000-cell sweep of claims/kv2x.yaml (two chips, 100 contexts, 100 batches) wrote 18,603,545 B of CSV and
+# 4,093,056 B of Parquet (measured 2026-12-07): 930 and 205 B a cell.
+SWEEP_BYTES_PER_CELL = {"csv": 930, "parquet": 205}
+
 # A workload at or above this context needs long-context quality evidence (needle-in-a-haystack).
 LONG_CONTEXT_TOKENS = 32768
 

@@ -12,6 +12,7 @@ import functools
 import gc
 import io
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -117,6 +118,7 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
         for stream in (sys.stdout, sys.stderr):       # never a traceback for a character the terminal lacks
             if isinstance(stream, io.TextIOWrapper):
                 stream.reconfigure(errors="backslashreplace")
+        previous = _on_signals()
         try:
             fn(*args, **kwargs)
         except UserError as err:
@@ -131,9 +133,9 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
             ctx.exit(EXIT_USER)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:                 # Ctrl-C, or SIGTERM / SIGHUP (_Signalled)
             click.echo("interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(128 + getattr(stop, "signum", signal.SIGINT))
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if ctx.find_root().params.get("show_traceback"):
                 import traceback  # only for --traceback: not on every run's start-up
@@ -145,8 +147,37 @@ def guard(fn: Callable[..., None]) -> Callable[..., None]:
             ctx.exit(EXIT_INTERNAL)
         finally:
             new_run()                                     # the command is over: later API calls start afresh
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     return wrapper
+
+
+class _Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is, so it unwinds as Ctrl-C does: a write in progress removes
+    its temporary files (io/files.py), nothing half-written is left."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP handled like Ctrl-C for the command; the handlers they had, to restore after it (none
+    outside the main thread, where Python cannot set them)."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise _Signalled(signum)
+
+    previous: dict[int, Any] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, stop)
+        except ValueError:                                # not the main thread
+            break
+    return previous
 
 
 FILE = click.Path(dir_okay=False, path_type=Path)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ..defaults import SWEEP_BYTES_PER_CELL
+from ..io.files import room
 from ..report import frame
 from ..report.result import sweep
 from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source
@@ -40,4 +42,6 @@ def command(card: Path, workloads: Path | None, model: str | None,
     fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
     source, model = matrix_source(workloads, model, axes)
     cells, chunks = sweep(card, source, model, catalog_file=catalog_file)
+    if str(output) != "-":
+        room(output, cells * SWEEP_BYTES_PER_CELL[fmt], f"{cells:,} cells of {fmt}")
     deliver(frame.writer(chunks, fmt), output, (card, workloads), force, f" ({cells:,} cells, {fmt})")

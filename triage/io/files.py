@@ -90,6 +90,30 @@ def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> N
         raise UserError([Problem(label, path="", message=f"{existing} is not a directory")])
 
 
+def room(target: Path, need: float, what: str) -> None:
+    """Refuse, before any work, an output the disk under ``target`` has no room for (``need`` bytes, projected)."""
+    import shutil
+
+    directory = target.parent if str(target.parent) else Path(".")
+    existing = next(d for d in (directory, *directory.parents, Path(".")) if d.exists())
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError:
+        return                                            # unknown: the write itself reports a full disk
+    if need > free:
+        raise UserError([Problem(str(target), path="", message=(
+            f"{what} take about {_si_bytes(need)} and the disk holding {existing} has {_si_bytes(free)} free "
+            f"(SI units: 1 MB = 1e6 B): a smaller grid, Parquet, or another disk"))])
+
+
+def _si_bytes(n: float) -> str:
+    """Bytes in SI units, three significant digits."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
 Content: TypeAlias = "str | Callable[[BinaryIO], None]"
 
 
@@ -121,8 +145,14 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)            # mkstemp makes 0600; an output is an ordinary file
+        if not force:                       # minutes may have passed: what appeared meanwhile is the user's
+            for _, target in staged:
+                if os.path.lexists(target) and not _ours(target):
+                    raise UserError([Problem(str(target), path="", message=(
+                        "appeared or changed while triage was writing; kept as it is (pass --force to "
+                        "overwrite it)"))])
         for tmp, target in staged:
-            os.replace(tmp, target)
+            _place(tmp, target, force)
             _remember(target)
     except OSError as exc:
         _undo(staged, made)
@@ -131,6 +161,24 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
     except BaseException:
         _undo(staged, made)
         raise
+
+
+def _place(tmp: str, target: Path, force: bool) -> None:
+    """Rename ``tmp`` onto ``target``. Without --force a new target is linked, not renamed, so a file that
+    appears in the last instant is never replaced (link fails where a name exists); a target triage wrote
+    is replaced as it was checked."""
+    if force or os.path.lexists(target):
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise UserError([Problem(str(target), path="", message=(
+            "appeared while triage was writing; kept as it is (pass --force to overwrite it)"))]) from None
+    except OSError:                                       # a file system without hard links
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
 
 
 def _make_folders(directory: Path) -> list[Path]:
