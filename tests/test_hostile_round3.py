@@ -262,3 +262,47 @@ def test_case_9_a_sweep_the_disk_has_no_room_for_is_refused_before_it_prices(tmp
     # 20,000 cells × 930 B a cell (SWEEP_BYTES_PER_CELL, measured) = 18.6 MB, by hand
     assert "20,000 cells of csv take about 18.6 MB and the disk holding" in res.stderr and "has 1 MB free" in res.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- case 4: memory bounded by what a run holds, not by the JSON's cells ---------------------------------------
+
+def test_case_4_run_json_writes_its_cells_a_window_at_a_time_under_a_1_gb_address_space(tmp_path):
+    """50,000 cells to JSON under a 1 GB address-space cap: on main every cell was built as nested dicts first
+    (~32 kB each, 1.6 GB: MemoryError, exit 3); now a window of JSON_WINDOW_CELLS at a time (measured here:
+    112 MB peak)."""
+    import resource
+
+    def one_gb():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    out = tmp_path / "cells.json"
+    proc = subprocess.run([sys.executable, "-m", "triage", "run", str(KV2X), "--model", "llama-2-7b", "--hardware",
+                           "h100-sxm,a100-80gb", "--context", ",".join(str(1024 * i) for i in range(1, 101)),
+                           "--batch", ",".join(str(i) for i in range(1, 251)), "-f", "json", "-o", str(out)],
+                          capture_output=True, text=True, timeout=300, preexec_fn=one_gb)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    with out.open("rb") as fh:
+        head = fh.read(4096)
+        fh.seek(-4096, os.SEEK_END)
+        tail = fh.read()
+    assert head.startswith(b'{\n  "version": 1,') and tail.endswith(b"\n}\n")
+    with out.open("rb") as fh:
+        assert sum(line.startswith(b"      \"workload\": ") for line in fh) == 50_000     # every cell
+
+
+def test_case_4_the_windowed_json_is_the_whole_documents_bytes():
+    """A 3,000-cell grid written in windows of 1,000 cells: byte for byte what json.dumps of the whole
+    document gives (the JSON contract does not change with the window)."""
+    import io
+
+    from triage.report.memo import write_json
+    from triage.report.result import evaluate
+
+    grid = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+            "grid": {"context": [1024 * i for i in range(1, 51)], "batch": list(range(1, 61))}}
+    result = evaluate(KV2X, grid)
+    buffer = io.BytesIO()
+    write_json(result, window=1000)(buffer)
+    whole = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    assert buffer.getvalue().decode("utf-8") == whole
+    assert len(json.loads(whole)["cells"]) == 3000

@@ -62,6 +62,10 @@ LIMITS = Limits()
 # flight holds one claim side of the matrix, so memory grows by one side per worker, not with the cores.
 ANALYSIS_WORKERS = 2
 
+# Cells `triage run -f json` builds and writes at once (report/memo.py write_json): a cell's objects are ~32 kB
+# of heap, so a window is ~32 MB whatever the matrix (issue 46: all 250,000 cells built at once took 7.9 GB).
+JSON_WINDOW_CELLS = 1024
+
 # What one swept cell takes on disk, for the free-space check before `triage sweep` writes a file: a
 # 20,000-cell sweep of claims/kv2x.yaml (two chips, 100 contexts, 100 batches) wrote 18,603,545 B of CSV and
 # 4,093,056 B of Parquet (measured 2026-12-07): 930 and 205 B a cell.

@@ -74,7 +74,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     """
     # the pipeline and the renderers load here, when a card is run, not for --help or a usage error
     with collector_off():
-        from ..report.memo import RENDERERS, figure_data, render_markdown
+        from ..report.memo import RENDERERS, figure_data, render_markdown, write_json
         from ..report.result import evaluate, with_measurements
 
     output = output_path(output)
@@ -99,9 +99,12 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
         figure_files = [(output.with_name(f"{output.stem}.{name}.{figures}"),
                          svg if figures == "svg" else _binary(to_png(svg)))
                         for name, svg in figure_data(result).items()]
-        text = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name} for p, _ in figure_files])
+        text: Content = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name}
+                                                 for p, _ in figure_files])
     elif fmt == "md":
         text = render_markdown(result, "--figures none" if figures == "none" else "")
+    elif fmt == "json":
+        text = write_json(result)                   # written a window of cells at a time, never held whole
     else:
         text = RENDERERS[fmt](result)
     verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "

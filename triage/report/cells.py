@@ -52,12 +52,13 @@ def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray)
     return cols
 
 
-def columns(ev: Evaluation, limit: int | None = None) -> Columns:
-    """Every JSON cell field except the reasons, as one array per dotted name, for the first ``limit`` cells
-    (all when None)."""
+def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns:
+    """Every JSON cell field except the reasons, as one array per dotted name, for the cells from ``start`` up
+    to ``limit`` (the end when None)."""
     m, g, c = ev.matrix, ev.gaps, ev.claim
-    n = len(m) if limit is None else min(limit, len(m))
-    idx = slice(0, n)
+    stop = len(m) if limit is None else min(limit, len(m))
+    idx = slice(start, stop)
+    n = max(stop - start, 0)
     base, claim = g.base, g.claim
     with np.errstate(divide="ignore", invalid="ignore"):
         saved = {k: (1.0 - getattr(claim, f"time_{k}") / getattr(base, f"time_{k}"))[idx]
@@ -150,10 +151,11 @@ def _nest(tree: dict[str, Any], lists: list[list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in zip(*children, strict=True)]
 
 
-def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
-    """The first ``limit`` cells (all when None) as the JSON contract describes them."""
+def cells(ev: Evaluation, limit: int | None = None, start: int = 0) -> list[dict[str, Any]]:
+    """The cells from ``start`` up to ``limit`` (the end when None) as the JSON contract describes them: a
+    window, so the JSON can be written a window at a time (memo.write_json)."""
     n = len(ev.matrix) if limit is None else min(limit, len(ev.matrix))
-    cols = columns(ev, n)
+    cols = columns(ev, n, start)
     del cols["claim"]                       # the document names its claim once, not in every cell
     names = list(cols)
     # millions of new containers (the values, the reasons, the cells) would trigger the cyclic collector over an
@@ -162,7 +164,7 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
     gc.disable()
     try:
         lists = [_values(k, cols[k], ev.claim.claimed_speedup) for k in names]
-        words = reasons(slice(0, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
+        words = reasons(slice(start, n), ev.matrix, ev.claim, ev.gaps, ev.verdicts)
         out = _nest(_tree(names), lists)
         for cell, why in zip(out, words, strict=True):
             cell["reasons"] = why
@@ -173,7 +175,8 @@ def cells(ev: Evaluation, limit: int | None = None) -> list[dict[str, Any]]:
                      + serving_words.BASIS[result.basis]
                      + f" ({result.baseline.scheduler} → {result.claim.scheduler} scheduler); the step-level "
                        f"reasons follow")
-            for i in np.flatnonzero((m.block_idx[:n] == b) & (m.model_idx[:n] == mi) & (m.hardware_idx[:n] == hi)):
+            for i in np.flatnonzero((m.block_idx[start:n] == b) & (m.model_idx[start:n] == mi)
+                                    & (m.hardware_idx[start:n] == hi)):
                 out[i]["serving"] = served
                 out[i]["reasons"] = [first, *out[i]["reasons"]]
     finally:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..defaults import LIMITS
+from ..defaults import JSON_WINDOW_CELLS, LIMITS
 from ..inputs import units
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
@@ -275,9 +276,41 @@ def render_markdown(result: Result, figures: list[dict[str, str]] | str = "") ->
     return render("memo.md.j2", **context(result, figures or "figures are written only beside a memo file (-o)"))
 
 
+_CELLS_KEY = '\n  "cells": [],\n'     # where the document without cells holds them, at the top level
+
+
+def write_json(result: Result, window: int = JSON_WINDOW_CELLS) -> Callable[[BinaryIO], None]:
+    """The JSON contract (stable key order, no NaN, trailing newline), written a window of cells at a time:
+    what the command holds is one window's cell objects (~32 kB each), not every cell's (issue 46: 250,000
+    cells built at once took 7.9 GB). The bytes are those of json.dumps of the whole document."""
+    def write(fh: BinaryIO) -> None:
+        doc = result.document(cell_limit=0)
+        head, tail = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).split(_CELLS_KEY, 1)
+        fh.write(head.encode("utf-8"))
+        total = len(result)
+        if total == 0:
+            fh.write(_CELLS_KEY.encode("utf-8"))
+        else:
+            fh.write(b'\n  "cells": [\n')
+            for start in range(0, total, window):
+                chunk = result.cells(min(start + window, total), start)
+                text = ",\n".join(_indented(json.dumps(c, indent=2, ensure_ascii=False, allow_nan=False))
+                                  for c in chunk)
+                fh.write(((",\n" if start else "") + text).encode("utf-8"))
+            fh.write(b"\n  ],\n")
+        fh.write((tail + "\n").encode("utf-8"))
+    return write
+
+
+def _indented(text: str) -> str:
+    return "    " + text.replace("\n", "\n    ")
+
+
 def render_json(result: Result) -> str:
-    """The JSON contract: stable key order, no NaN, trailing newline."""
-    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """The JSON contract as one string (write_json's bytes)."""
+    buffer = io.BytesIO()
+    write_json(result)(buffer)
+    return buffer.getvalue().decode("utf-8")
 
 
 RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json, "brief": render_brief}

@@ -92,9 +92,9 @@ class Result:
                                                                "fleet_gain_over": d.weighted_over_incumbent},
                 "reasons": decision_reasons(d, self.claim)}
 
-    def cells(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The first ``limit`` cells (all when None) as JSON objects."""
-        return cells_mod.cells(self.evaluation, limit)
+    def cells(self, limit: int | None = None, start: int = 0) -> list[dict[str, Any]]:
+        """The cells from ``start`` up to ``limit`` (the end when None) as JSON objects."""
+        return cells_mod.cells(self.evaluation, limit, start)
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every cell field but the reasons, one array per dotted JSON name (a sweep's columns)."""
