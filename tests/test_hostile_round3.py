@@ -306,3 +306,29 @@ def test_case_4_the_windowed_json_is_the_whole_documents_bytes():
     whole = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     assert buffer.getvalue().decode("utf-8") == whole
     assert len(json.loads(whole)["cells"]) == 3000
+
+
+# ---- case 6: the serving budget charges what a simulation costs, not only its tokens -------------------------
+
+def test_case_6_every_simulation_pays_its_fixed_cost_against_the_serving_budget(monkeypatch):
+    """Many small traffic workloads (ten requests, four output tokens each): before the fix a run charged only
+    ~2,500 token-steps for a simulation that costs ~600 us of CPU (7,500 at 80 ns), so the budget's documented
+    ~30 s became ~80 s. With a 20,000,000-step budget the run now stops after at most 20e6 / SIMULATION_STEPS
+    simulations (4,000; main ran 7,800)."""
+    import triage
+    from triage.analysis import pipeline
+    from triage.serving import engine
+    from triage.serving.budget import Budget
+
+    made = []
+    real = engine.Engine.__init__
+    monkeypatch.setattr(engine.Engine, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    traffic = {"rates": [1], "arrivals": "poisson", "prompt_tokens": 64, "output_tokens": 4, "requests": 10,
+               "seed": 1, "slo": {"ttft": "2 s", "tbt": "100 ms"}}
+    workloads = [{"name": f"t{i}", "phase": "decode", "context": 512, "batch": 1, "share": 1 / 300,
+                  "traffic": traffic, "scheduler": {"policy": "continuous", "max_seqs": 8, "max_batched_tokens": 512}}
+                 for i in range(300)]
+    with pytest.raises((triage.UserError, ValueError), match="token-steps"):
+        pipeline.evaluate(KV2X, {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
+                                 "workloads": workloads}, work=Budget(limit=20_000_000))
+    assert len(made) <= 4_000                # 20,000,000 steps / 5,000 a simulation at least, by hand

@@ -41,7 +41,8 @@ class Limits:
     serving_requests: int = _limit(1_000_000, "requests of one serving simulation (a trace's rows, or rate × duration)")
     serving_work: int = _limit(200_000_000, (
         "token-steps one run may simulate (serving/budget.py: an output token 1, an iteration 100 plus 2 for each "
-        "sequence it visits), every rate, the rate search and both sides of every model and chip with traffic; "
+        "sequence it visits, a simulation 5,000 for its fixed cost), every rate, the rate search and both sides of "
+        "every model and chip with traffic; "
         "charged as it is spent, so a run stops within about 30 s on a 2-core machine"))
     problems_shown: int = _limit(20, "problems printed for one command (then 'and N more')")
     name_chars: int = _limit(120, "characters of a file name or a value quoted in an error (then '…')")

@@ -10,6 +10,11 @@ from dataclasses import dataclass
 # event that ends a run of steps) costs ITERATION_STEPS, plus SEQUENCE_STEPS for each running sequence it visits
 # (9 us for an iteration of one sequence; 20,000 requests at saturation, 256 sequences, in 1.8 s a side).
 ITERATION_STEPS, SEQUENCE_STEPS = 100, 2
+# A simulation's fixed cost (its requests, engine and statistics), charged when it starts: 40 traffic workloads
+# of ten requests each ran 5,600 simulations in 3.37 s of CPU, 600 us each, of which the charges above covered
+# 2,543 token-steps (~200 us); the other ~400 us are 5,000 token-steps at 80 ns (measured 2026-12-07, issue 46:
+# 3,000 such workloads took ~80 s before the documented ~30 s stop).
+SIMULATION_STEPS = 5_000
 
 
 @dataclass

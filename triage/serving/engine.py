@@ -23,7 +23,7 @@ import numpy as np
 
 from ..inputs.traffic import Scheduler
 from ..model.iteration import IterationCost
-from .budget import ITERATION_STEPS, SEQUENCE_STEPS, Budget
+from .budget import ITERATION_STEPS, SEQUENCE_STEPS, SIMULATION_STEPS, Budget
 from .outcome import GapSketch, Outcome
 from .requests import Requests
 
@@ -44,6 +44,7 @@ class Engine:
                  budget: Budget | None = None):
         self.req, self.cost, self.s, self.policy = req, cost, sched, policy
         self.budget = budget if budget is not None else Budget()
+        self.budget.charge(SIMULATION_STEPS)          # its fixed cost, whatever its requests
         n = len(req)
         # whose token gaps the statistics keep (the warm-up's are left out)
         self.measured: list[bool] = [True] * n if measured is None else measured.tolist()
