@@ -48,9 +48,9 @@ def cell_cost(m: Matrix, claim: Claim, g: Gaps, i: int, side: str = "baseline") 
 def work(side: Side, traffic: Traffic) -> float:
     """Token-steps one simulation of ``traffic`` on ``side`` takes at least (serving/budget.py's costs): every
     output token, and each request's prefill iterations (a chunked prompt at least ceil(prompt / token_budget))
-    and the two events (arrival, completion) that end a run of decode steps, and the simulation's fixed cost. The sequences each iteration
-    visits, the rate search, preemptions and the ends of multi-step calls are charged as the simulation runs
-    (Budget)."""
+    and the two events (arrival, completion) that end a run of decode steps, and the simulation's fixed cost.
+    The sequences each iteration visits, the rate search, preemptions and the ends of multi-step calls are
+    charged as the simulation runs (Budget)."""
     req = requests(side.engine_traffic(traffic), 1.0, min(side.cost.kv_tokens, side.window))
     s = side.scheduler
     prefills = float(np.ceil(req.prompt / s.token_budget).sum()) if s.policy == "chunked" else float(len(req))
