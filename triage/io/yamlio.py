@@ -42,6 +42,8 @@ class _StrictConstructor:
                 None, None, f"a value its tag ({tag}) cannot read", node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):             # a mapping's tag (!!set, !!map) on a scalar
+            raise yaml.constructor.ConstructorError(None, None, "expected a mapping for its tag", node.start_mark)
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -269,6 +271,9 @@ def load(text: str, file: str, trusted: bool = False) -> Document:
             raise UserError([Problem(file, 1, 1, "$", (
                 f"document expands to {size:,} nodes (aliases included); the limit is {MAX_NODES:,}"))])
         data = loader.construct_document(node)
+    except (ValueError, TypeError, AttributeError, LookupError, ArithmeticError):
+        # a collection's tag builds its value after the walk (PyYAML's generator constructors): no mark left
+        raise UserError([Problem(file, path="", message="YAML: a value its tag cannot read")]) from None
     except _TooMany as many:
         raise UserError([Problem(file, many.mark.line + 1, many.mark.column + 1, "$", (
             f"more than {MAX_NODES:,} YAML nodes; the limit is {MAX_NODES:,}"))]) from None
