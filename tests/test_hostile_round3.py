@@ -333,3 +333,19 @@ def test_case_6_every_simulation_pays_its_fixed_cost_against_the_serving_budget(
         pipeline.evaluate(KV2X, {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
                                  "workloads": workloads}, work=Budget(limit=20_000_000))
     assert len(made) <= 4_000                # 20,000,000 steps / 5,000 a simulation at least, by hand
+
+
+# ---- what triage writes for people to read back: XML ------------------------------------------------------------
+
+def test_a_control_character_in_a_cards_title_leaves_every_figure_parseable_xml(tmp_path):
+    """A double-quoted YAML title may hold "\\x01" and "\\x0b", which XML 1.0 forbids: each SVG still parses."""
+    import xml.etree.ElementTree as ET
+
+    card = tmp_path / "card.yaml"
+    card.write_text(KV2X.read_text().replace('title: ', 'title: "ctl\\x01 \\x0b" # ', 1))
+    res = run("run", card, "-o", tmp_path / "memo.md", seconds=30)
+    assert res.exit_code == 0, res.stderr
+    figures = sorted(tmp_path.glob("memo.*.svg"))
+    assert figures
+    for svg in figures:
+        ET.parse(svg)

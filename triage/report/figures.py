@@ -15,6 +15,7 @@ another (``<g id="legend">``), each drawn with the stroke, dashes and marker of 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import accumulate, chain, pairwise
@@ -27,9 +28,14 @@ from ..records import record
 _XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")   # not XML 1.0 characters
+
+
 def escape(text: str) -> str:
-    """Text safe inside an SVG element (xml.sax.saxutils.escape costs a 48 ms import of urllib at start-up)."""
-    return text.translate(_XML)
+    """Text safe inside an SVG element: markup escaped, and a character XML 1.0 forbids (a control character a
+    card's double-quoted YAML can hold, a lone surrogate) replaced by U+FFFD, so the file still parses
+    (xml.sax.saxutils.escape costs a 48 ms import of urllib at start-up, and leaves those in)."""
+    return _NOT_XML.sub("\ufffd", text.translate(_XML))
 
 
 def cut(text: str) -> str:
