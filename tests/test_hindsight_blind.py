@@ -27,7 +27,9 @@ CARDS = sorted((BLIND / "cards").glob("*.yaml"))
 
 
 def test_every_registered_file_matches_its_committed_sum():
-    assert hindsight_blind.check() == []
+    # the git half (SHA256SUMS committed as it is) where the tree is a checkout; the sums everywhere
+    problems = hindsight_blind.check() if (ROOT / ".git").exists() else hindsight_blind.file_problems()
+    assert problems == []
 
 
 def test_a_changed_card_without_an_errata_entry_is_refused(tmp_path, monkeypatch):

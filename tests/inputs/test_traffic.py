@@ -115,15 +115,15 @@ def test_a_trace_that_is_not_a_file_is_refused(tmp_path):
 
 
 def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path):
-    # By hand, in token-steps (serving/budget.py: an output token 1, an iteration 100), the least a run takes: both
-    # sides at each listed rate (the rate search and sensitivity variants come on top, charged as they run).
-    # 1,000,000 requests of 128 output tokens, each a prefill and two events: 128 + 3 x 100 = 428 a request a
-    # side (Sarathi's chunked budget 512 takes a 512-token prompt in one iteration too): 2 x 428 x 1e6 x 4 rates
-    # = 3,424,000,000
+    # By hand, in token-steps (serving/budget.py: an output token 1, an iteration 100, a simulation 5,000), the
+    # least a run takes: both sides at each listed rate (the rate search and sensitivity variants come on top,
+    # charged as they run). 1,000,000 requests of 128 output tokens, each a prefill and two events: 128 + 3 x 100
+    # = 428 a request a side (Sarathi's chunked budget 512 takes a 512-token prompt in one iteration too), and
+    # 5,000 a simulation: 2 x (428 x 1e6 + 5,000) x 4 rates = 3,424,040,000
     w = workload(tmp_path, {"rates": [1, 2, 3, 4], "requests": 1_000_000, "slo": {"ttft": "2 s"}})
     for card in ("sarathi-serve.yaml", "kv2x.yaml"):
         res = CliRunner().invoke(main, ["run", str(CLAIMS / card), "-w", str(w)])
-        assert res.exit_code == 1 and "3,424,000,000 simulated token-steps" in res.output \
+        assert res.exit_code == 1 and "3,424,040,000 simulated token-steps" in res.output \
             and "serving_work" in res.output
 
 

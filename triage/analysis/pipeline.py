@@ -120,13 +120,14 @@ def _first_distinct(rows: np.ndarray, k: int) -> np.ndarray:
         n *= 8
 
 
-def held(cells: int, copies: int, what: str) -> None:
+def held(cells: int, copies: int, stacked: bool) -> None:
     """Refuse a command that would hold ``copies`` evaluations of ``cells`` cells at once beyond LIMITS.cells (a
     compare holds each card's, a stack each stacked card's beside its own): the limit bounds what is held."""
     if copies > 1 and cells * copies > LIMITS.cells:
         raise UserError([Problem("triage", path="", message=(
-            f"{copies:,} {what} of {cells:,} cells = {cells * copies:,} held at once; one command holds at most "
-            f"{LIMITS.cells:,} (limit cells): fewer cards or a smaller matrix (`triage sweep` streams one card)"))])
+            f"{copies:,} {'evaluations (the stack, and each of its cards alone)' if stacked else 'cards compared'} "
+            f"of {cells:,} cells = {cells * copies:,} held at once; one command holds at most {LIMITS.cells:,} "
+            f"(limit cells): fewer cards or a smaller matrix (`triage sweep` streams one card)"))])
 
 
 def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
@@ -182,7 +183,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
         if overrides else None
     paper = papercheck.load(claim, cat)
     models = resolved.models
-    held(len(m), 1 + len(claim.stacked), "evaluations (the stack, and each of its cards alone)")
+    held(len(m), 1 + len(claim.stacked), stacked=True)
     _check_applies(claim, m)
     g = evidence.compute(m, claim, models)                            # price
     _check_physical(g)

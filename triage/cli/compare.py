@@ -36,7 +36,7 @@ def command(cards: tuple[Path, ...], workloads: Path | None, model: str | None,
         raise click.UsageError("compare needs at least two cards")
     source, model = matrix_source(workloads, model, axes)
     first = evaluate(cards[0], source, model, analyse=False, catalog_file=catalog_file)
-    held(len(first), len(cards), "cards compared")         # before the other cards are priced
+    held(len(first), len(cards), stacked=False)            # before the other cards are priced
     results = [first, *(evaluate(card, source, model, analyse=False, catalog_file=catalog_file)
                         for card in cards[1:])]
     text = render_markdown(results) if output_format(fmt, output) == "md" else json.dumps(
