@@ -1,6 +1,6 @@
 """Fuzz the surfaces of the third hostile-input round (issue 46): YAML tags in a card, the Python API's number
 types, calibration rows and the matrix flags, each example in its own process under a 2 GiB address-space cap
-and a 30 s timeout (bench/fuzz_serving.py's limits).
+and a 30 s timeout (bench/fuzz_serving.py's limits and driver).
 
 Run with:  .venv/bin/python bench/fuzz_hostile.py [SECONDS]      (default 120; not part of the test suite)
 
@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzz_serving import HOSTILE_NUMBERS, HOSTILE_TEXT, TIMEOUT, _cap  # noqa: E402
+from bench.fuzz_serving import HOSTILE_NUMBERS, HOSTILE_TEXT, drive  # noqa: E402
 
 KV2X = ROOT / "claims" / "kv2x.yaml"
 TAGS = ["!!int", "!!float", "!!bool", "!!timestamp", "!!str", "!!binary", "!!null", "!!set", "!!omap", "!!pairs",
@@ -104,54 +102,18 @@ def flags(rng: random.Random, _folder: Path) -> list[str]:
 FAMILIES = {"yaml tags": yaml_tag, "api values": api_value, "calibration rows": calibration_rows, "flags": flags}
 
 
-def run_one(args: list[str]) -> tuple[int, float, int, str]:
-    """(exit code, seconds, peak resident bytes of the largest child so far, the last error line)."""
-    import os
-    import resource
-
-    command = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "triage", *args]
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_cap,
-                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}, text=True)
-    try:
-        _, err = proc.communicate(timeout=TIMEOUT)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        code = -999
-    lines = [x for x in (err or "").splitlines() if x.strip()]
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return code, time.perf_counter() - start, rss, lines[-1][:300] if lines else ""
-
-
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 120.0
     folder = Path(tempfile.mkdtemp(prefix="triage-fuzz-hostile-"))
     rng = random.Random(46)
-    codes: dict[str, dict[int, int]] = {name: {} for name in FAMILIES}
-    slowest, bad = (0.0, ""), []
-    end = time.perf_counter() + seconds
-    n, rss = 0, 0
-    while time.perf_counter() < end:
-        name = list(FAMILIES)[n % len(FAMILIES)]
-        args = FAMILIES[name](rng, folder)
-        code, took, rss, last = run_one(args)
-        n += 1
-        codes[name][code] = codes[name].get(code, 0) + 1
-        if took > slowest[0]:
-            slowest = (took, " ".join(a[:80] for a in args))
-        if code not in (0, 1) or took > TIMEOUT:
-            bad.append((name, code, round(took, 1), " ".join(a[:120] for a in args), last))
-    print(f"{n} examples in {seconds:.0f} s (inputs kept in {folder})")
-    for name, c in codes.items():
-        print(f"  {name:17s} {sum(c.values()):4d} examples, exit codes " + ", ".join(f"{k}: {v}" for k, v in
-                                                                                   sorted(c.items())))
-    print(f"slowest {slowest[0]:.1f} s ({slowest[1][:160]}); largest resident {rss / 2 ** 30:.2f} GiB (the children's "
-          f"peak; cap 2 GiB of address space, {TIMEOUT:.0f} s each)")
-    for item in bad:
-        print("FAIL", *item)
-    sys.exit(1 if bad else 0)
+
+    def make(n: int) -> tuple[str, str, list[str]]:
+        family = list(FAMILIES)[n % len(FAMILIES)]
+        args = FAMILIES[family](rng, folder)     # a script for the API family, else a triage command
+        command = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "triage", *args]
+        return family, " ".join(a[:120] for a in args), command
+
+    drive(make, seconds, folder)
 
 
 if __name__ == "__main__":

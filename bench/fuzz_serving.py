@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -143,12 +144,12 @@ def _cap() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
 
 
-def run_one(card: Path, workload: Path) -> tuple[int, float, int, str]:
-    """(exit code, seconds, peak resident bytes, the last line of its error output)."""
+def run_command(command: list[str]) -> tuple[int, float, int, str]:
+    """One example in its own process under CAP and TIMEOUT: (exit code, -999 on a timeout; seconds; the
+    largest child's peak resident bytes so far; the last line of its error output)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "triage", "run", str(card), "-w", str(workload), "-f", "json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_cap,
-                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_cap,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}, text=True)
     try:
         _, err = proc.communicate(timeout=TIMEOUT)
         code = proc.returncode
@@ -161,32 +162,47 @@ def run_one(card: Path, workload: Path) -> tuple[int, float, int, str]:
     return code, time.perf_counter() - start, usage.ru_maxrss * 1024, lines[-1][:300] if lines else ""
 
 
-def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
-    folder = Path(tempfile.mkdtemp(prefix="triage-fuzz-"))
-    rng = random.Random(27)
-    codes: dict[int, int] = {}
+def drive(make: Callable[[int], tuple[str, str, list[str]]], seconds: float, folder: Path) -> None:
+    """Run examples ``make(n)`` -> (family, label, command) for ``seconds``, each by run_command; print the
+    exit codes per family, the slowest, the largest and every failure (an exit other than 0 or 1, or past
+    TIMEOUT), and exit 1 if there was one."""
+    codes: dict[str, dict[int, int]] = {}
     slowest, largest, bad = (0.0, ""), 0, []
     end = time.perf_counter() + seconds
     n = 0
     while time.perf_counter() < end:
-        w = example(rng, folder)
-        card = rng.choice(CARDS)
-        code, took, rss, last = run_one(card, w)
+        family, label, command = make(n)
+        code, took, rss, last = run_command(command)
         n += 1
-        codes[code] = codes.get(code, 0) + 1
+        codes.setdefault(family, {})[code] = codes.get(family, {}).get(code, 0) + 1
         if took > slowest[0]:
-            slowest = (took, str(w))
+            slowest = (took, label)
         largest = max(largest, rss)
         if code not in (0, 1) or took > TIMEOUT:
-            bad.append((code, round(took, 1), card.name, str(w), last))
-    print(f"{n} examples in {seconds:.0f} s (folder {folder}); exit codes: "
-          + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
-    print(f"slowest {slowest[0]:.1f} s ({slowest[1]}); largest resident {largest / 2 ** 30:.2f} GiB "
-          f"(the children's peak)")
+            bad.append((family, code, round(took, 1), label, last))
+    print(f"{n} examples in {seconds:.0f} s (inputs kept in {folder})")
+    for family, c in codes.items():
+        print(f"  {family:17s} {sum(c.values()):4d} examples, exit codes "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(c.items())))
+    print(f"slowest {slowest[0]:.1f} s ({slowest[1][:160]}); largest resident {largest / 2 ** 30:.2f} GiB (the "
+          f"children's peak; each example capped at {CAP / 2 ** 30:.0f} GiB of address space and {TIMEOUT:.0f} s)")
     for item in bad:
         print("FAIL", *item)
     sys.exit(1 if bad else 0)
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
+    folder = Path(tempfile.mkdtemp(prefix="triage-fuzz-"))
+    rng = random.Random(27)
+
+    def make(_n: int) -> tuple[str, str, list[str]]:
+        w = example(rng, folder)
+        card = rng.choice(CARDS)
+        return "serving", f"{card.name} {w}", [sys.executable, "-m", "triage", "run", str(card), "-w", str(w),
+                                               "-f", "json"]
+
+    drive(make, seconds, folder)
 
 
 if __name__ == "__main__":
