@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,17 +101,19 @@ def deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run(*args: Any, seconds: float = 6.0, **kwargs: Any) -> Result:
-    """`triage ARGS` in process: exit 0, 1 or 2, never a traceback, within ``seconds`` (a hostile input is
-    refused within one evaluation of the default matrix, about 2 s on a 2-core machine, not after a hang;
-    the watchdog stops it at twice the bound)."""
+# A watchdog that only catches a hang: how fast a command runs is bench/'s to say, never a unit test's (a busy
+# 2-core machine runs the same test several times slower; issue 45).
+HANG_S = 120
+
+
+def run(*args: Any, **kwargs: Any) -> Result:
+    """`triage ARGS` in process: exit 0, 1 or 2, never a traceback; failed by the watchdog only on a hang
+    (HANG_S). A hostile input's bound is on its work (cells, bytes, an early refusal), asserted where it is
+    tested."""
     from triage.cli import main
 
-    start = time.perf_counter()
-    with deadline(2 * seconds):
+    with deadline(HANG_S):
         res = CliRunner().invoke(main, [str(a) for a in args], **kwargs)
-    elapsed = time.perf_counter() - start
     assert res.exit_code in (0, 1, 2), (res.exit_code, res.output, res.exception)
     assert "Traceback" not in res.output and "internal error" not in res.output
-    assert elapsed < seconds, f"{args} took {elapsed:.2f} s"
     return res

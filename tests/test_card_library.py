@@ -22,6 +22,9 @@ def card(name):
     return yaml.safe_load((CLAIMS / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
+pytestmark = pytest.mark.slow          # every card evaluated: the library's review, run by the whole suite
+
+
 @pytest.fixture(scope="module")
 def checks():
     return {p.stem: triage.evaluate(p).to_dict()["paper_check"] for p in CARDS}

@@ -197,14 +197,14 @@ def test_a_calibration_file_with_too_many_rows_is_refused(tmp_path):
     rows = "model,hardware,context,batch,tpot\n" + "llama-2-7b,a100-80gb,1024,1,8 ms\n" * 10_001
     f = tmp_path / "m.csv"
     f.write_text(rows)
-    res = run("calibrate", f, seconds=5)
+    res = run("calibrate", f)
     assert res.exit_code == 1 and "limit calibration_rows" in res.stderr
 
 
 def test_a_one_mib_flow_list_is_refused_while_parsing(tmp_path):
     f = card(tmp_path, "id: x\nlist: [" + ",".join(["1"] * 340_000) + "]\n", "big.yaml")
     assert f.stat().st_size < 1 << 20
-    res = run("validate", f, seconds=8)          # a hang guard: 2 s alone, over 4 s on a loaded CI machine
+    res = run("validate", f)
     assert res.exit_code == 1 and "YAML nodes" in res.stderr
     # refused while parsing: the error stands where the 100,000th node does (column ~200,000 of ~680,000),
     # not at the end of a file parsed whole
@@ -266,7 +266,7 @@ def test_a_batch_written_as_4_point_0_is_four(tmp_path):
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,context,batch,tpot\nllama-2-7b,a100-80gb,1024,4.0,9 ms\n")
     out = tmp_path / "calibrated.yaml"
-    assert run("calibrate", f, "-o", out, seconds=5).exit_code == 0
+    assert run("calibrate", f, "-o", out).exit_code == 0
     assert "batch: 4\n" in out.read_text()
 
 
@@ -274,7 +274,7 @@ def test_fp8_on_one_chip_and_fp16_on_another_draws_its_figures(tmp_path):
     w = tmp_path / "w.yaml"
     w.write_text("workloads:\n  - {name: fp8, hardware: h100-sxm, context: 4096, precision: {compute: fp8}}\n"
                  "  - {name: fp16, hardware: a100-80gb, context: 4096}\n")
-    assert run("run", card(tmp_path), "-w", w, "-o", tmp_path / "memo.md", seconds=5).exit_code == 0
+    assert run("run", card(tmp_path), "-w", w, "-o", tmp_path / "memo.md").exit_code == 0
 
 
 @pytest.mark.parametrize("output", ["/proc/x.json", ""])
@@ -287,6 +287,7 @@ def test_an_over_long_card_id_is_a_user_error(tmp_path):
     assert res.exit_code == 1
 
 
+@pytest.mark.slow
 def test_output_to_a_full_device_and_a_narrow_encoding_are_not_bugs(tmp_path):
     c = card(tmp_path)
     exe = [sys.executable, "-m", "triage", "run", str(c)]
@@ -328,7 +329,7 @@ def test_a_measured_folder_over_the_limit_is_an_error_not_a_silent_cut(tmp_path)
     folder.mkdir()
     for i in range(1001):
         (folder / f"{i:04d}.json").write_text('{"workload": "chat-4k", "variant": "claim", "hardware": "a100-80gb"}')
-    res = run("run", card(tmp_path), "--measured", folder, seconds=10)
+    res = run("run", card(tmp_path), "--measured", folder)
     assert res.exit_code == 1 and "measured_files" in res.stderr
 
 
@@ -345,7 +346,7 @@ def test_brief_with_a_json_output_is_refused(tmp_path):
 
 def test_thirty_thousand_problems_print_twenty_lines(tmp_path):
     keys = "\n".join(f"k{i}: 1" for i in range(30_000))
-    res = run("validate", card(tmp_path, KV2X + keys), seconds=5)
+    res = run("validate", card(tmp_path, KV2X + keys))
     lines = res.stderr.splitlines()
     assert res.exit_code == 1 and len(lines) == 21 and lines[-1].startswith("error: and 29,980 more problems")
 
@@ -419,6 +420,7 @@ tokens = st.sampled_from([b"1e400", b"-1", b"0", b"nan", b".inf", b"\x00", b"\xf
 token_edits = st.lists(st.tuples(st.integers(0, 4000), tokens), max_size=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", sorted(READERS))
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(edits, token_edits))
@@ -426,7 +428,7 @@ def test_any_mutation_of_any_input_is_read_or_refused_cleanly(tmp_path, reader, 
     path = tmp_path / reader.replace(".", "_fuzz.") if "." in reader else tmp_path / f"{reader}.yaml"
     path.write_bytes(_mutate(SEEDS[reader], data))
     c = card(tmp_path, name="base.yaml")
-    res = run(*READERS[reader](path, c), seconds=10)
+    res = run(*READERS[reader](path, c))
     assert res.exit_code in (0, 1), (reader, res.output)
     assert "nan" not in res.output.lower().split() and "inf" not in res.output.lower().split()
 
@@ -506,7 +508,7 @@ def test_a_vanishing_measured_throughput_is_a_user_error_in_any_format(tmp_path)
     f = tmp_path / "m.csv"
     f.write_text("model,hardware,context,batch,tokens_per_s\nllama-2-7b,a100-80gb,1024,1,5e-324\n")
     for fmt in ("md", "json"):
-        assert run("calibrate", f, "-f", fmt, seconds=5).exit_code == 1
+        assert run("calibrate", f, "-f", fmt).exit_code == 1
 
 
 def test_yaml_dates_are_text_and_binary_is_refused(tmp_path):
@@ -536,6 +538,7 @@ TINY = {"tiny": {"name": "Tiny", "num_hidden_layers": 2, "hidden_size": 256, "nu
                  "tie_word_embeddings": True, "source": "a hostile-input test model (assumption)"}}
 
 
+@pytest.mark.slow
 def test_long_outputs_keep_token_gaps_in_fixed_memory(tmp_path):
     # issue 27 case 1: 10 requests of 2,000,000 output tokens, one sequence at a time, a model with no trained
     # window and a KV cache that holds them: every decode step appended a Python float (~1 GB, MemoryError, exit 3
@@ -578,7 +581,7 @@ def test_a_chunked_prefill_of_a_token_at_a_time_is_refused_by_its_cost_before_it
     # token; 1,000 of them are at least 3e9 token-steps a side (30,000,000 prefill iterations x 100), refused at once
     w = _traffic(tmp_path, {"rates": [1], "requests": 1000, "prompt_tokens": 30000, "output_tokens": 10},
                  {"policy": "chunked", "token_budget": 1, "max_seqs": 1}, "mistral-7b")
-    res = run("run", CLAIMS / "kv2x.yaml", "-w", w, seconds=10)
+    res = run("run", CLAIMS / "kv2x.yaml", "-w", w)
     assert res.exit_code == 1 and "token-steps" in res.stderr and "serving_work" in res.stderr
 
 
@@ -591,7 +594,7 @@ def test_a_chunked_budget_below_the_running_sequences_is_refused_as_engines_refu
     assert res.exit_code == 1 and f"{w}:" in res.stderr and "$.workloads[0].scheduler.token_budget" in res.stderr
     card = tmp_path / "c.yaml"
     card.write_text((CLAIMS / "sarathi-serve.yaml").read_text().replace("token_budget: 512", "token_budget: 64"))
-    res = run("run", card, seconds=10)
+    res = run("run", card)
     assert res.exit_code == 1 and "$.change.scheduler" in res.stderr and "max_seqs" in res.stderr
 
 
@@ -599,7 +602,7 @@ def test_a_million_requests_at_one_rate_are_refused_by_their_cost(tmp_path):
     # issue 27 case 3: 1,000,000 requests at one rate took 88 s and 1.8 GB; at least 10 + 3 x 100 = 310
     # token-steps a request a side, 620,000,000 in all: over the 200,000,000 limit, refused at once
     w = _traffic(tmp_path, {"rates": [5], "requests": 1_000_000, "prompt_tokens": 100, "output_tokens": 10})
-    res = run("run", CLAIMS / "kv2x.yaml", "-w", w, seconds=10)
+    res = run("run", CLAIMS / "kv2x.yaml", "-w", w)
     assert res.exit_code == 1 and "token-steps" in res.stderr and f"{w}" in res.stderr
 
 
@@ -626,7 +629,7 @@ def test_traffic_whose_derived_numbers_break_is_an_addressed_error(tmp_path, arr
             traffic["rates"] = [1]
     else:
         traffic.update(arrivals=arrivals, rates=[1])
-    res = run("run", CLAIMS / "kv2x.yaml", "-w", _traffic(tmp_path, traffic), "-f", "json", seconds=10)
+    res = run("run", CLAIMS / "kv2x.yaml", "-w", _traffic(tmp_path, traffic), "-f", "json")
     assert res.exit_code == 1 and where in res.stderr, res.stderr
     assert "nan" not in res.stderr.split() and "inf" not in res.stderr.split()
 
@@ -648,7 +651,7 @@ def test_validate_refuses_the_scheduler_links_run_refuses_with_their_line(tmp_pa
     for bad, key in (("link: 1e-300 B/s", "link"), ("link: 300 GB/s, link_latency: 5", "link_latency")):
         c = card(tmp_path, text.replace("link: 300 GB/s", bad))
         for command in ("validate", "run"):
-            res = run(command, c, seconds=10)
+            res = run(command, c)
             assert res.exit_code == 1 and f"{c}:40:" in res.stderr and f"$.change.scheduler.{key}" in res.stderr, \
                 res.stderr
 
@@ -660,7 +663,7 @@ def test_no_room_for_the_kv_cache_is_addressed_to_the_workload_file(tmp_path):
     w = tmp_path / "w.yaml"
     w.write_text(yaml.safe_dump({"defaults": {"model": "llama-2-70b", "hardware": "a100-80gb"}, "workloads": [
         {"name": "big", "context": 1024, "batch": 1, "traffic": {"rates": [1], "requests": 20}}]}))
-    res = run("run", CLAIMS / "sarathi-serve.yaml", "-w", w, seconds=10)
+    res = run("run", CLAIMS / "sarathi-serve.yaml", "-w", w)
     assert res.exit_code == 1 and f"{w}:" in res.stderr and "$.workloads[0].traffic" in res.stderr, res.stderr
 
 
@@ -675,7 +678,7 @@ def test_any_traffic_scheduler_trace_or_profile_is_priced_or_refused_cleanly(tmp
 
     rng = random.Random(seed)
     w = fuzz_serving.example(rng, tmp_path)
-    res = run("run", rng.choice(fuzz_serving.CARDS), "-w", w, "-f", "json", seconds=30)
+    res = run("run", rng.choice(fuzz_serving.CARDS), "-w", w, "-f", "json")
     assert res.exit_code in (0, 1), res.output
     assert "nan" not in res.stderr.lower().split() and "inf" not in res.stderr.lower().split()
 
@@ -728,7 +731,7 @@ def test_calibrate_never_writes_a_profile_triage_cannot_read_back(tmp_path, monk
     huge = "workloads:\n" + "  - {name: w}\n" * 40_000         # over the YAML-node limit, as 4,800 rows were
     monkeypatch.setattr(calibrate_cli, "workload_file", lambda report, engine: huge)
     out = tmp_path / "cal.yaml"
-    res = run("calibrate", ROOT / "examples" / "measurements" / "gpt-fast-a100.csv", "-o", out, seconds=30)
+    res = run("calibrate", ROOT / "examples" / "measurements" / "gpt-fast-a100.csv", "-o", out)
     assert res.exit_code == 1 and "could not read back" in res.stderr and not out.exists()
 
 

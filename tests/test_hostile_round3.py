@@ -71,7 +71,7 @@ def test_case_2_the_verification_plans_command_quotes_a_chips_name(tmp_path):
     for step in steps:
         if step["command"].startswith(("for w in", "triage run")):
             subprocess.run(["bash", "-c", "vllm() { :; }; triage() { :; }; " + step["command"]], cwd=tmp_path,
-                           check=True, timeout=30)
+                           check=True, timeout=120)
     assert not (tmp_path / "PWNED").exists()
 
 
@@ -229,6 +229,7 @@ def test_case_7_a_file_saved_at_the_target_while_a_sweep_runs_is_kept(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.csv"]   # no temporary file left
 
 
+@pytest.mark.slow
 def test_case_8_sigterm_during_a_sweep_leaves_no_temporary_file(tmp_path):
     import signal
     import time
@@ -267,6 +268,7 @@ def test_case_9_a_sweep_the_disk_has_no_room_for_is_refused_before_it_prices(tmp
 
 # ---- case 4: memory bounded by what a run holds, not by the JSON's cells ---------------------------------------
 
+@pytest.mark.slow
 def test_case_4_run_json_writes_its_cells_a_window_at_a_time_under_a_1_gb_address_space(tmp_path):
     """50,000 cells to JSON under a 1 GB address-space cap: on main every cell was built as nested dicts first
     (~32 kB each, 1.6 GB: MemoryError, exit 3); now a window of JSON_WINDOW_CELLS at a time (measured here:
@@ -343,7 +345,7 @@ def test_a_control_character_in_a_cards_title_leaves_every_figure_parseable_xml(
 
     card = tmp_path / "card.yaml"
     card.write_text(KV2X.read_text().replace('title: ', 'title: "ctl\\x01 \\x0b" # ', 1))
-    res = run("run", card, "-o", tmp_path / "memo.md", seconds=30)
+    res = run("run", card, "-o", tmp_path / "memo.md")
     assert res.exit_code == 0, res.stderr
     figures = sorted(tmp_path.glob("memo.*.svg"))
     assert figures

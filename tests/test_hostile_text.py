@@ -10,7 +10,6 @@ import contextlib
 import errno
 import io
 import os
-import time
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -19,7 +18,7 @@ import pytest
 from triage.defaults import LIMITS
 from triage.report.figures import Canvas
 
-from conftest import CLAIMS, deadline, run
+from conftest import CLAIMS, HANG_S, deadline, run
 
 KV2X = (CLAIMS / "kv2x.yaml").read_text()
 
@@ -46,7 +45,7 @@ def test_a_million_character_title_is_cut_before_the_figures_lay_it_out(tmp_path
     card.write_text(KV2X.replace("title: 2x KV-cache compression", "title: " + "a" * 1_000_000, 1))
     assert card.stat().st_size < LIMITS.file_bytes             # read, not refused for its size
     (tmp_path / "out").mkdir()
-    res = run("run", card, "-o", tmp_path / "out" / "memo.md", seconds=20)
+    res = run("run", card, "-o", tmp_path / "out" / "memo.md")
     if res.exit_code == 1:                                     # a limit on titles: refused, in one line
         assert_refused_in_one_line(res, card)
     else:
@@ -57,7 +56,7 @@ def test_a_200k_character_workload_name_is_cut_before_the_figures_lay_it_out(tmp
     workloads = tmp_path / "w.yaml"
     workloads.write_text("workloads:\n  - {name: " + "w" * 200_000 + ", phase: decode, context: 4096, batch: 1}\n")
     (tmp_path / "out").mkdir()
-    res = run("run", CLAIMS / "kv2x.yaml", "-w", workloads, "-o", tmp_path / "out" / "memo.md", seconds=20)
+    res = run("run", CLAIMS / "kv2x.yaml", "-w", workloads, "-o", tmp_path / "out" / "memo.md")
     if res.exit_code == 1:                                     # a limit on names: refused, in one line
         assert_refused_in_one_line(res, workloads)
     else:
@@ -68,10 +67,8 @@ def test_a_200k_character_workload_name_is_cut_before_the_figures_lay_it_out(tmp
                          ids=["one-word", "short-words", "hyphens", "wide"])
 def test_wrapping_a_megabyte_is_linear(text):
     canvas = Canvas("t", "x", "y")
-    start = time.perf_counter()
-    with deadline(5):
+    with deadline(HANG_S):                  # a quadratic wrap of a megabyte would not end: caught as a hang
         lines = canvas._wrap(text, 13.0, 704.0, most=2)
-    assert time.perf_counter() - start < 0.5
     assert len(lines) == 2 and lines[1].endswith(" …") and canvas.measure(lines[0], 13.0) <= 704.0
 
 

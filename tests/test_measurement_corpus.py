@@ -79,6 +79,7 @@ def test_the_shipped_defaults_are_the_corpus_default_the_corpus_gives_today():
         assert shipped[key] == pytest.approx(fit[key], rel=5e-3, abs=1e-9), key
 
 
+@pytest.mark.slow
 def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     """bench/fidelity.py's leave-one-source-out: a source's rows are predicted by fits that never saw them — the
     same rows priced with the source's own rows added to the fit come out closer (in sample beats held out)."""
@@ -102,6 +103,7 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     assert [k for k, v in figures.items() if len(v) > 1] == []
 
 
+@pytest.mark.slow
 def test_the_profiles_pull_is_the_one_leave_one_source_out_chooses():
     """bench/profiles.py's PROFILE_PULL is the pull among PULLS whose engine profiles predict held-out sources
     best on the corpus as it stands: a corpus change that moves the choice fails here (refit, then rerun

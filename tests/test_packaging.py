@@ -43,6 +43,7 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
     assert verdict == "CONDITIONAL"
 
 
+@pytest.mark.slow
 def test_wheel_installs_by_its_distribution_name_in_a_fresh_venv(wheel, tmp_path):
     """The distribution is llm-triage (PyPI's `triage` is an unrelated project): the built wheel installs with
     both extras into a fresh venv, and its `triage` command runs the README's first card there."""

@@ -11,6 +11,7 @@ import os
 import random
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -232,6 +233,7 @@ def test_kv_only_saving_grows_with_context(kv, model, hw, batch, contexts):
     assert np.all(np.diff(s) >= -1e-12)
 
 
+@pytest.mark.slow
 @given(fraction, fraction, cells)
 def test_stacking_disjoint_byte_savings_adds_the_savings(kv, w, cell):
     m = _matrix([cell])
@@ -248,6 +250,7 @@ def test_stacking_disjoint_byte_savings_adds_the_savings(kv, w, cell):
         assert math.isclose(both.speedup_theoretical[0], total / (total - saved_a - saved_b), rel_tol=1e-9)
 
 
+@pytest.mark.slow
 @given(changes, st.lists(cells, min_size=2, max_size=6), st.randoms(use_true_random=False))
 def test_results_do_not_depend_on_workload_order(change, cell_list, rnd: random.Random):
     named = [{"name": f"w{i}", **c} for i, c in enumerate(cell_list)]

@@ -209,6 +209,7 @@ def _key_lines(text: str) -> list[str]:
             and line.startswith("|")]
 
 
+@pytest.mark.slow
 def test_the_claims_gallery_is_current(monkeypatch):
     """docs/gallery/: the sortable table of every shipped card, byte for byte; each card's memo by its decision
     and verdict lines (wording may move without a refresh, a decision may not); every figure present and

@@ -221,6 +221,7 @@ def test_verification_plan_has_commands_and_a_needle_test_where_it_matters(kv2x_
 
 # ---- figures ----
 
+@pytest.mark.slow
 def test_memo_file_gets_two_svg_figures(runner, tmp_path):
     out = tmp_path / "memo.md"
     assert runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)]).exit_code == 0

@@ -5,6 +5,8 @@ into the inputs' loaders; the cost model runs as often as the analyses shown nee
 import sys
 import threading
 
+import pytest
+
 import triage
 from triage.inputs import cards, catalog, validation, workloads
 from triage.io import yamlio
@@ -60,6 +62,7 @@ def test_inputs_are_read_once_and_before_any_pricing(monkeypatch):
     assert order == ["workloads.definitions", "cards.load", "workloads.paper_setting"]
 
 
+@pytest.mark.slow
 def test_the_cost_model_runs_as_often_as_the_analyses_need(monkeypatch):
     # kv2x on the shipped matrix: the evaluation's own pass; crossover (both model × chip pairs in one grid),
     # throughput at the SLO and the latency-throughput frontier, one pass each on their own small grids; the

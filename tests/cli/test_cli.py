@@ -51,6 +51,7 @@ def test_workloads_flag(runner):
     assert round(doc["cells"][1]["speedup"]["theoretical"], 3) == 1.711
 
 
+@pytest.mark.slow
 def test_output_file_is_written_atomically_and_format_follows_suffix(runner, tmp_path):
     out = tmp_path / "memo.json"
     res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "-o", str(out)])

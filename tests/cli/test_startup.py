@@ -52,6 +52,7 @@ def test_run_help_loads_no_numpy_schema_template_or_pipeline(tmp_path):
     (["run", str(CLAIMS / "kv2x.yaml"), "--format", "json"], ("numpy", "triage.analysis.pipeline"),
      ("jinja2", "triage.report.figures", "triage.analysis.measured")),
 ])
+@pytest.mark.slow
 def test_run_loads_what_its_output_needs(tmp_path, args, loads, skips):
     """The first run of a card validates it against the schema (jsonschema loads); a second run of the same
     card finds it in the record of valid documents (io/known_valid.py) and does not load jsonschema."""

@@ -6,7 +6,6 @@ error lines `triage validate` prints. A change in wording shows up here.
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,14 +33,11 @@ def test_corpus_is_large_enough():
 def test_negative_file_gets_its_exact_error(path, monkeypatch):
     monkeypatch.chdir(ROOT)
     load = cards.load if path.parent.name == "cards" else workloads.load
-    start = time.perf_counter()
     with pytest.raises(UserError) as err:
         load(_rel(path))
-    elapsed = time.perf_counter() - start
     got = [f"error: {p}" for p in err.value.problems]
     assert got == path.with_suffix(".err").read_text(encoding="utf-8").splitlines()
     assert all(line.startswith(f"error: {_rel(path)}") for line in got)
-    assert elapsed < 1.0
 
 
 @pytest.mark.parametrize("path", sorted((CORPUS / "positive" / "cards").glob("*.yaml")) + sorted(CLAIMS.glob("*.yaml")),
@@ -72,15 +68,20 @@ def test_grid_expands_every_axis():
     assert len(m) == 2 + 4 + 8
 
 
-def test_a_20_mb_card_is_refused_fast(tmp_path):
+def test_a_20_mb_card_is_refused_after_reading_one_mebibyte(tmp_path, monkeypatch):
+    """The work is bounded, not timed: the reader stops at the limit (1 MiB and one byte), never reads 20 MB."""
+    import os
+
     big = tmp_path / "big.yaml"
     big.write_text("id: big\n" + "# padding\n" * 2_000_000)
     assert big.stat().st_size > 20e6
-    start = time.perf_counter()
+    read = []
+    real = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real(fd, n))
     with pytest.raises(UserError) as err:
         cards.load(big)
-    assert time.perf_counter() - start < 1.0
     assert str(err.value) == f"{big}: file is over the 1024 KiB limit"
+    assert sum(read) <= (1 << 20) + 1
 
 
 def test_cli_prints_errors_without_traceback_and_exits_1():

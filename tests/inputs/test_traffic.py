@@ -127,6 +127,7 @@ def test_a_simulation_too_large_for_one_run_is_refused_before_it_starts(tmp_path
             and "serving_work" in res.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", ["serving-conv.yaml", "serving-sharegpt.yaml", "serving-distserve.yaml"])
 def test_every_shipped_serving_example_runs_with_a_card_whose_kernels_the_sensitivity_moves(example):
     # the estimate before a run is a floor, not a ceiling: a card the sensitivity analysis re-simulates (2x KV)

@@ -243,6 +243,7 @@ def test_moe_reads_the_experts_a_batch_touches():
 # ---- the card library (its paper checks: tests/test_card_library.py) ----
 
 
+@pytest.mark.slow
 def test_every_direction_has_cards_and_every_mechanism_a_card():
     cards = [json.loads(CliRunner().invoke(main, ["run", str(p), "-f", "json"]).stdout)["claim"]
              for p in sorted(CLAIMS.glob("*.yaml"))]

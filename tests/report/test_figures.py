@@ -56,12 +56,14 @@ def figures():
     return {p.stem: figure_data(triage.evaluate(p)) for p in CARDS}
 
 
+@pytest.mark.slow
 def test_every_memo_has_its_figures(figures):
     # the default matrix has a workload with traffic (serve-conv): its memo draws the serving figure too
     for card, figs in figures.items():
         assert set(figs) == {"roofline", "gain", "latency", "serving"}, card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", [p.stem for p in CARDS])
 def test_no_label_overlaps_another_or_leaves_the_canvas_on_the_picture(figures, card):
     for name, svg in figures[card].items():
@@ -80,6 +82,7 @@ def test_no_label_overlaps_another_or_leaves_the_canvas_on_the_picture(figures, 
         assert len(stray) == 0, (card, name, stray[:5].tolist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", ["kv2x", "int8-weights", "kivi", "quest"])
 def test_a_cell_where_a_side_does_not_fit_carries_no_gain_colour(figures, card):
     svg = figures[card]["gain"]

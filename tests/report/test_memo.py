@@ -18,6 +18,7 @@ def memos():
     return {card.stem: render_markdown(triage.evaluate(card)) for card in CARDS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card", [c.stem for c in CARDS])
 def test_the_first_25_lines_decide(memos, card):
     first = memos[card].splitlines()[:25]

@@ -154,6 +154,7 @@ EXAMPLE_RUNS = [("kv2x.yaml", "course.yaml"), ("int8-kv.yaml", "course.yaml"), (
                 ("kv2x.yaml", "serving-distserve.yaml"), ("kv2x.yaml", "serving-sharegpt.yaml")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("card,workloads", EXAMPLE_RUNS, ids=[f"{c[:-5]}-{w[:-5]}" for c, w in EXAMPLE_RUNS])
 def test_every_example_tells_one_story(card, workloads):
     _check(CLAIMS / card, EXAMPLES / workloads)

@@ -97,6 +97,7 @@ def test_the_azure_conversation_trace_at_low_rate():
     assert busy.in_system == pytest.approx(busy.rate_times_latency, rel=0.05)
 
 
+@pytest.mark.slow
 def test_orca_max_holds_seven_sequences_of_opt_13b_on_an_a100_40gb():
     # Kwon et al. 2023 (arXiv 2309.06180v1), Table 1: 12 GB of KV = 15.7K token slots for OPT-13B on one
     # A100 40GB; Orca (Max) reserves 2,048 tokens a request, so at most floor(15,700 / 2,048) = 7 run at once --
