@@ -247,20 +247,23 @@ def _retimable(claim: Claim, variant: Claim, priced: evidence.Gaps | None) -> ev
 THRESHOLD_MARGIN = 0.05      # a gain within ±5 % of min_gain is a coin toss, whatever the inputs
 
 
-def marginal(m: Matrix, g: evidence.Gaps, v: verdicts.Verdicts, rows: tuple[Sensitivity, ...]) -> np.ndarray:
-    """Per cell: True where the verdict flips inside the card's sensitivity ranges (kernel efficiency, a
-    missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the threshold — a gain decides
-    only where no rule the gain cannot move (quality, missing evidence, the stack, an unproven integration)
-    already has."""
-    code = v.code
-    flips = np.zeros(len(m), dtype=bool)
+def marginal(m: Matrix, g: evidence.Gaps, v: verdicts.Verdicts, rows: tuple[Sensitivity, ...],
+             idx: slice = slice(None)) -> np.ndarray:
+    """Per cell of ``idx`` (all by default): True where the verdict flips inside the card's sensitivity ranges
+    (kernel efficiency, a missing kernel, the acceptance rate), or the deciding gain is within ±5 % of the
+    threshold — a gain decides only where no rule the gain cannot move (quality, missing evidence, the stack, an
+    unproven integration) already has."""
+    code = v.code[idx]
+    flips = np.zeros(code.shape, dtype=bool)
     for row in rows:
         if row.input != "quality_retained":          # the quality gate is its own rule, shown on its own
-            flips |= row.codes != code
-    gain = np.where(np.isfinite(g.speedup_end_to_end), g.speedup_end_to_end, g.speedup_theoretical)
+            flips |= row.codes[idx] != code
+    e2e, theory = g.speedup_end_to_end[idx], g.speedup_theoretical[idx]
+    gain = np.where(np.isfinite(e2e), e2e, theory)
     with np.errstate(invalid="ignore"):
-        near = np.abs(gain / np.broadcast_to(m.column("min_gain"), gain.shape) - 1.0) < THRESHOLD_MARGIN
-    return flips | (near & ~v.fixed())
+        near = np.abs(gain / np.broadcast_to(m.column("min_gain"), m.batch.shape)[idx] - 1.0) < THRESHOLD_MARGIN
+    fixed = v.fixed()
+    return flips | (near & ~(fixed[idx] if fixed.shape else fixed))
 
 
 def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | None:

@@ -88,13 +88,14 @@ class Matrix:
         flat_idx = self.block_idx * len(self.hardware) + self.hardware_idx
         return compact(table.ravel(), flat_idx)
 
-    def labels(self, table: str) -> np.ndarray:
-        """Each cell's workload name, model key or hardware key (a numpy string column)."""
+    def labels(self, table: str, idx: slice = slice(None)) -> np.ndarray:
+        """The workload name, model key or hardware key of the cells ``idx`` (all by default; a numpy string
+        column)."""
         if table == "blocks":
-            return np.array([b.name for b in self.blocks])[self.block_idx]
+            return np.array([b.name for b in self.blocks])[self.block_idx[idx]]
         if table == "models":
-            return np.array([m.label for m in self.models])[self.model_idx]
-        return np.array([h.key for h in self.hardware])[self.hardware_idx]
+            return np.array([m.label for m in self.models])[self.model_idx[idx]]
+        return np.array([h.key for h in self.hardware])[self.hardware_idx[idx]]
 
 
 def compact(values: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -23,13 +23,19 @@ from .reasons import reasons
 Columns = dict[str, np.ndarray]
 
 
-def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray) -> Columns:
-    def at(a: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(np.asarray(a, dtype=float), m.batch.shape)[idx]
+def _at(m: Any, idx: slice) -> Any:
+    """The cells ``idx`` of a per-cell (or broadcast) array, sliced before anything is computed on it: a window
+    of cells costs its own size, not the matrix's (the JSON is written a window at a time)."""
+    def at(a: Any) -> np.ndarray:
+        return np.asarray(np.broadcast_to(np.asarray(a), m.batch.shape)[idx], dtype=float)
+    return at
 
-    tokens = np.where(m.decode, 1.0, m.context) * m.batch
+
+def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray) -> Columns:
+    at = _at(m, idx)
+    tokens = np.where(m.decode[idx], 1.0, m.context[idx]) * m.batch[idx]
     with np.errstate(divide="ignore", invalid="ignore"):
-        tokens_per_s = at(tokens / v.time_end_to_end)
+        tokens_per_s = tokens / at(v.time_end_to_end)
     cols: Columns = {
         f"{prefix}.bytes_per_step": at(v.cost.total_bytes),
         f"{prefix}.flops_per_step": at(v.cost.total_flops),
@@ -37,7 +43,7 @@ def _variant(prefix: str, v: Variant, m: Any, idx: slice, request_s: np.ndarray)
         **{f"{prefix}.flops_by_group.{g}": at(v.cost.flops[g]) for g in GROUPS},
         f"{prefix}.memory_bytes": at(v.memory_bytes),
         f"{prefix}.weights_bytes": at(v.mem.weights),
-        f"{prefix}.kv_bytes": at(v.mem.kv_per_sequence * m.batch),
+        f"{prefix}.kv_bytes": at(v.mem.kv_per_sequence) * m.batch[idx],
         f"{prefix}.fits": np.asarray(v.fits)[idx],
         f"{prefix}.max_batch": at(v.max_batch).astype(np.int64),
         f"{prefix}.time_s.theoretical": at(v.time_theoretical),
@@ -60,10 +66,11 @@ def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns
     idx = slice(start, stop)
     n = max(stop - start, 0)
     base, claim = g.base, g.claim
+    at = _at(m, idx)
     with np.errstate(divide="ignore", invalid="ignore"):
-        saved = {k: (1.0 - getattr(claim, f"time_{k}") / getattr(base, f"time_{k}"))[idx]
+        saved = {k: 1.0 - at(getattr(claim, f"time_{k}")) / at(getattr(base, f"time_{k}"))
                  for k in ("theoretical", "implementation", "end_to_end")}
-        bytes_saved = (1.0 - claim.cost.total_bytes / base.cost.total_bytes)
+        bytes_saved = 1.0 - at(claim.cost.total_bytes) / at(base.cost.total_bytes)
     # the paper's number only beside cells of its metric and phase: TPOT and throughput on decode, TTFT on
     # prefill (a memory ratio is not a speedup of any cell)
     metric = str(c.claim.get("metric", ""))
@@ -72,9 +79,9 @@ def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns
     claimed = np.where(phase_fits, np.nan if c.claimed_speedup is None else float(c.claimed_speedup), np.nan)
     cols: Columns = {
         "claim": np.full(n, c.id),
-        "workload": m.labels("blocks")[idx],
-        "model": m.labels("models")[idx],
-        "hardware": m.labels("hardware")[idx],
+        "workload": m.labels("blocks", idx),
+        "model": m.labels("models", idx),
+        "hardware": m.labels("hardware", idx),
         "phase": np.where(m.decode[idx], "decode", "prefill"),
         "context": m.context[idx].astype(np.int64),
         "batch": m.batch[idx].astype(np.int64),
@@ -82,7 +89,7 @@ def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns
         "long_context": m.long_context[idx],
         **_variant("baseline", base, m, idx, g.base_request_s),
         **_variant("claim", claim, m, idx, g.claim_request_s),
-        "bytes_saved_fraction": np.broadcast_to(bytes_saved, m.batch.shape)[idx],
+        "bytes_saved_fraction": bytes_saved,
         **{f"time_saved_fraction.{k}": v for k, v in saved.items()},
         "speedup.claimed": claimed,
         "speedup.theoretical": g.speedup_theoretical[idx],
@@ -107,7 +114,7 @@ def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns
         cols[f"speedup_range.{layer}.high"] = np.broadcast_to(high, m.batch.shape)[idx]
     cols["verdict"] = np.asarray(LABELS)[ev.verdicts.code[idx]]
     if ev.analysis is not None:
-        cols["marginal"] = marginal(m, g, ev.verdicts, ev.analysis.sensitivity)[idx]
+        cols["marginal"] = marginal(m, g, ev.verdicts, ev.analysis.sensitivity, idx)
     return cols
 
 
