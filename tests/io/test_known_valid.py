@@ -1,6 +1,7 @@
 """The record of valid documents (io/known_valid.py): it only ever skips a validation the same document passed
 under the same schema, and it is ignored when it is not provably the user's own."""
 
+import hashlib
 import os
 
 import pytest
@@ -69,8 +70,8 @@ def test_a_record_not_provably_the_users_is_ignored(cache, tmp_path):
 
 def test_a_record_checked_out_of_a_repository_lets_no_bad_card_through(tmp_path):
     """Issue 46, case 1: a checkout that holds .cache/triage/validation/ (the user's files, 0600, folders closed
-    to 0700 by triage itself) with a planted digest and even a planted stamp, reached as a relative
-    XDG_CACHE_HOME or as $HOME: the bad card is refused."""
+    to 0700 by triage itself) with a planted digest and even a planted record of it as triage's output, reached
+    as a relative XDG_CACHE_HOME or as $HOME: the bad card is refused."""
     import subprocess
     import sys
 
@@ -86,8 +87,11 @@ def test_a_record_checked_out_of_a_repository_lets_no_bad_card_through(tmp_path)
     planted = known_valid.digest(schema_text("claim"), load(bad.read_text(), "bad.yaml").data, _validator_salt())
     (folder / "valid-documents").write_bytes(planted)
     st = os.lstat(folder / "valid-documents")
-    (folder / "valid-documents.stamp").write_text(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:"
-                                                   f"{st.st_ctime_ns + 1}")       # a guess: ctime is not settable
+    record = checkout / ".cache" / "triage" / "outputs" / hashlib.sha256(
+        os.path.realpath(folder / "valid-documents").encode()).hexdigest()     # where triage records what it wrote
+    record.parent.mkdir(parents=True)
+    record.write_text(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:"
+                      f"{st.st_ctime_ns + 1}")                                  # a guess: ctime is not settable
     for env in ({"XDG_CACHE_HOME": ".cache"}, {"XDG_CACHE_HOME": "", "HOME": str(checkout)}):
         proc = subprocess.run([sys.executable, "-m", "triage", "validate", "bad.yaml"], cwd=checkout, text=True,
                               capture_output=True, timeout=120, env={**os.environ, **env})

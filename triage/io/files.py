@@ -12,7 +12,7 @@ from typing import BinaryIO, TypeAlias
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
-from .private import owned_file, private_folder, stamp
+from .private import owned_file, private_folder, stamp, write_owned
 
 MAX_BYTES = LIMITS.file_bytes
 
@@ -26,7 +26,7 @@ def _record_path(target: Path) -> Path | None:
     return folder / hashlib.sha256(os.path.realpath(target).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _ours(target: Path) -> bool:
+def written_by_triage(target: Path) -> bool:
     """Whether ``target`` is, unchanged, a file triage wrote (recorded in the user's private folder)."""
     record = _record_path(target)
     data = owned_file(record, 256) if record is not None else None
@@ -36,20 +36,14 @@ def _ours(target: Path) -> bool:
         return False
 
 
-def _remember(target: Path) -> None:
+def remember_written(target: Path) -> None:
     """Record that triage wrote ``target`` as it is now (best effort: without a private folder, a later
     run needs --force to replace it)."""
     record = _record_path(target)
     if record is None:
         return
-    try:
-        import tempfile  # loads when a file is written, not on every start
-        fd, tmp = tempfile.mkstemp(dir=record.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(stamp(os.lstat(target)))
-        os.replace(tmp, record)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):                        # a target gone meanwhile: nothing to record
+        write_owned(record, stamp(os.lstat(target)).encode())      # atomic; a failure leaves nothing
 
 
 def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> None:
@@ -81,7 +75,7 @@ def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> N
             raise UserError([Problem(label, path="", message=f"{kind}; triage writes only regular files")])
         if real in {os.path.realpath(src) for src in inputs} | READS.files:
             raise UserError([Problem(label, path="", message="refusing to write the output onto an input file")])
-        if not force and not _ours(target):
+        if not force and not written_by_triage(target):
             raise UserError([Problem(label, path="", message=(
                 "exists and was not written by triage (or changed since); pass --force to overwrite it"))])
     directory = target.parent if str(target.parent) else Path(".")
@@ -147,13 +141,13 @@ def write_atomic_all(outputs: list[tuple[Path, Content]], inputs: tuple[Path | s
             os.chmod(tmp, 0o666 & ~umask)            # mkstemp makes 0600; an output is an ordinary file
         if not force:                       # minutes may have passed: what appeared meanwhile is the user's
             for _, target in staged:
-                if os.path.lexists(target) and not _ours(target):
+                if os.path.lexists(target) and not written_by_triage(target):
                     raise UserError([Problem(str(target), path="", message=(
                         "appeared or changed while triage was writing; kept as it is (pass --force to "
                         "overwrite it)"))])
         for tmp, target in staged:
             _place(tmp, target, force)
-            _remember(target)
+            remember_written(target)
     except OSError as exc:
         _undo(staged, made)
         raise UserError([Problem(str(targets[len(staged) - 1] if staged else targets[0]), path="",

@@ -3,25 +3,24 @@ kept in the user's private folder so that a card run again skips loading jsonsch
 start-up). Data, never code: a digest only says "this exact document passed this exact schema".
 
 The file is trusted only as io/private.py allows (a folder of the user's alone, mode 0700, a file no one else can
-write) and only while its stamp (inode, ctime) is the one triage recorded beside it when it wrote it: a record
-that was planted (checked out of a repository, copied in) cannot match, so a planted digest never lets a card
-through. It is bounded: at most ``MOST`` digests, the newest kept; a digest of the wrong size, a foreign or
-re-stamped file or any fault means "not known", so the document is validated again.
+write) and only while it is, unchanged, a file triage wrote (io/files.py's record of its outputs: inode and
+ctime, which no user can set): a record that was planted (checked out of a repository, copied in) cannot match,
+so a planted digest never lets a card through. It is bounded: at most ``MOST`` digests, the newest kept; a
+digest of the wrong size, a foreign or changed file or any fault means "not known", so the document is
+validated again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from typing import Any
 
-from .private import owned_file, private_folder, stamp, write_owned
+from .files import remember_written, written_by_triage
+from .private import owned_file, private_folder, write_owned
 
 MOST = 4096                     # digests kept (128 KiB)
 _SIZE = 32                      # bytes of one SHA-256 digest
 _FILE = "valid-documents"
-_STAMP = "valid-documents.stamp"
 
 
 def digest(schema_text: str, instance: Any, salt: str) -> bytes:
@@ -56,21 +55,13 @@ def _form(x: Any) -> bytes:
 
 
 def _read() -> bytes:
-    """The digests, if the file is the one triage last wrote (its recorded stamp), else nothing."""
+    """The digests, if the file is the one triage last wrote, unchanged since, else nothing."""
     folder = private_folder("validation")
-    if folder is None:
-        return b""
-    try:
-        before = stamp(os.lstat(folder / _FILE))
-    except OSError:
+    if folder is None or not written_by_triage(folder / _FILE):
         return b""
     data = owned_file(folder / _FILE, MOST * _SIZE)
-    recorded = owned_file(folder / _STAMP, 256)
-    try:
-        same = recorded is not None and recorded.decode() == before == stamp(os.lstat(folder / _FILE))
-    except (OSError, UnicodeDecodeError):
-        same = False
-    return data if same and data is not None and len(data) % _SIZE == 0 else b""
+    ours = written_by_triage(folder / _FILE)                  # and still: nothing replaced it while it was read
+    return data if ours and data is not None and len(data) % _SIZE == 0 else b""
 
 
 def known(key: bytes) -> bool:
@@ -80,9 +71,8 @@ def known(key: bytes) -> bool:
 
 
 def remember(key: bytes) -> None:
-    """Add a digest (the newest ``MOST`` kept) and record the file's new stamp; a failure to write only costs
+    """Add a digest (the newest ``MOST`` kept) and record the file as triage's; a failure to write only costs
     the next run a validation."""
     folder = private_folder("validation")
     if folder is not None and write_owned(folder / _FILE, (_read() + key)[-MOST * _SIZE:]):
-        with contextlib.suppress(OSError):
-            write_owned(folder / _STAMP, stamp(os.lstat(folder / _FILE)).encode())
+        remember_written(folder / _FILE)
