@@ -74,7 +74,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     """
     # the pipeline and the renderers load here, when a card is run, not for --help or a usage error
     with collector_off():
-        from ..report.memo import RENDERERS, figure_data, render_markdown, write_json
+        from ..report.memo import RENDERERS, figure_data, render_markdown
         from ..report.result import evaluate, with_measurements
 
     output = output_path(output)
@@ -103,9 +103,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
                                                  for p, _ in figure_files])
     elif fmt == "md":
         text = render_markdown(result, "--figures none" if figures == "none" else "")
-    elif fmt == "json":
-        text = write_json(result)                   # written a window of cells at a time, never held whole
-    else:
+    else:                                           # the brief, or the JSON: a writer, a window of cells at a time
         text = RENDERERS[fmt](result)
     verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
             f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")

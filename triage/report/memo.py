@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -11,6 +10,7 @@ import numpy as np
 
 from ..defaults import JSON_WINDOW_CELLS, LIMITS
 from ..inputs import units
+from ..io.files import Content
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
 from .describe import describe
@@ -306,11 +306,5 @@ def _indented(text: str) -> str:
     return "    " + text.replace("\n", "\n    ")
 
 
-def render_json(result: Result) -> str:
-    """The JSON contract as one string (write_json's bytes)."""
-    buffer = io.BytesIO()
-    write_json(result)(buffer)
-    return buffer.getvalue().decode("utf-8")
-
-
-RENDERERS: dict[str, Callable[[Result], str]] = {"md": render_markdown, "json": render_json, "brief": render_brief}
+# each format's output: text, or (JSON) a writer that streams it a window of cells at a time
+RENDERERS: dict[str, Callable[[Result], Content]] = {"md": render_markdown, "json": write_json, "brief": render_brief}
