@@ -311,17 +311,16 @@ def _plain(data: Any, depth: int = 0) -> Any:
         return {k: _plain(v, depth + 1) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [_plain(v, depth + 1) for v in data]
-    if data is None:
-        return None
-    if isinstance(data, (bool, str, int, float)):
-        return data.item() if hasattr(data, "item") else data        # numpy's float64 / str_ subclasses
-    if type(data).__name__ == "bool_":
-        return bool(data)
-    if isinstance(data, numbers.Integral):
-        return int(data)
-    if isinstance(data, numbers.Number) and not isinstance(data, numbers.Complex) or isinstance(data, numbers.Real):
+    if getattr(data, "ndim", None) == 0 and hasattr(data, "item"):
+        data = data.item()                                            # a numpy scalar: its Python value
+    if data is None or isinstance(data, (bool, str, int)):
+        return data
+    # only the API's dicts come here: decimal loads for them, not on every start
+    from decimal import Decimal
+
+    if isinstance(data, (numbers.Real, Decimal)):
         try:
-            return float(data)  # type: ignore[arg-type]           # Decimal, Fraction, numpy floats
+            return float(data)                                        # Decimal, Fraction
         except OverflowError:
             return math.inf                                           # refused as not finite, addressed
     return data
