@@ -57,7 +57,7 @@ class Problem:
     col: int = 0
     path: str = "$"
     message: str = ""
-    near: tuple[str, tuple[str, ...]] | None = field(default=None, compare=False)   # (word, the names it may mean)
+    near: tuple[str, Iterable[str]] | None = field(default=None, compare=False)   # (word, the names it may mean)
 
     def text(self) -> str:
         """The message with its suggestion at NEAR: a did-you-mean is searched only for a problem shown, so

@@ -153,7 +153,7 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
         if raw[key] not in table:
             raise UserError([Problem(file, line, 1, f"$.{key}", (
                 f"unknown {key} {escape(raw[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
-                f"(or $TRIAGE_CATALOG)"), near=(raw[key], tuple(table)))])
+                f"(or $TRIAGE_CATALOG)"), near=(raw[key], table))])
     change: Change = {"weight_bytes": 1.0}
     if weights in ("int8", "int4"):
         group = _field(raw, "group_size", file, line, 1_000_000)

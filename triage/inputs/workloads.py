@@ -351,7 +351,7 @@ def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = N
             cat = cat.merged({}, _config_models({model}, Path(".")))
         elif model not in cat.models:
             raise UserError([Problem("--model", path="", message=f"unknown model {model!r}{NEAR}",
-                                     near=(model, tuple(cat.models)))])
+                                     near=(model, cat.models))])
 
     base_defaults = _parse_settings(base_doc, ("defaults",), problems)
     user_defaults = _parse_settings(doc, ("defaults",), problems) if user_doc and "defaults" in doc.data else {}

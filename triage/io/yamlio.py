@@ -149,8 +149,7 @@ class Document:
         unknown key is blamed on its mapping, so the key itself is never printed. ``near``: (a name, the names
         it may mean), the suggestion at NEAR in ``message``, searched only if the problem is shown."""
         line, col = self.where(path if at is None else at, key)
-        hint = None if near is None else (near[0], tuple(near[1]))
-        return Problem(self.file, line, col, json_path(path), message, hint)
+        return Problem(self.file, line, col, json_path(path), message, near)   # the names referred to, not copied
 
 
 # a key printed in a path: a name of the shape triage's own keys and names have; any other key (a line of a
