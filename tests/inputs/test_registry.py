@@ -4,7 +4,7 @@ schema's `change` section is generated from it, and a key's words come from it o
 import json
 import os
 
-from triage.inputs.registry import change_schema, registry, scheduler_properties
+from triage.inputs.registry import change_schema, float_format_schema, registry, scheduler_properties
 from triage.report.describe import DESCRIBE, describe
 
 from conftest import ROOT
@@ -19,9 +19,12 @@ def test_the_claim_schemas_change_section_is_generated_from_the_registry():
     doc = json.loads(SCHEMA.read_text(encoding="utf-8"))
     if os.environ.get("TRIAGE_UPDATE_GOLDEN"):
         doc["properties"]["change"] = change_schema()
+        doc["$defs"]["float_format"] = float_format_schema()
         SCHEMA.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     assert json.dumps(doc["properties"]["change"], indent=2) == json.dumps(change_schema(), indent=2), \
         "schemas/claim.schema.json drifted from triage/inputs/mechanisms.yaml (TRIAGE_UPDATE_GOLDEN=1 refreshes it)"
+    assert doc["$defs"]["float_format"] == float_format_schema(), \
+        "schemas/claim.schema.json's float_format drifted from triage/inputs/formats.yaml (TRIAGE_UPDATE_GOLDEN=1)"
 
 
 def test_the_workload_schemas_scheduler_keys_are_generated_from_the_registry():
@@ -36,9 +39,10 @@ def test_the_workload_schemas_scheduler_keys_are_generated_from_the_registry():
 
 
 def test_every_mechanism_has_words_once():
-    """A key is worded by its registry template or by one describer function, never both, never neither."""
+    """A key is worded by its registry template, as the quantity it multiplies, or by one describer function:
+    exactly one of the three."""
     for key, info in registry().items():
-        assert (info.words is None) == (key in DESCRIBE), key
+        assert [info.words is not None, info.multiplies is not None, key in DESCRIBE].count(True) == 1, key
     assert set(DESCRIBE) <= set(registry())
 
 

@@ -7,6 +7,8 @@ from triage.analysis.notices import CODES, HINTS, Notice
 from triage.report.notices import as_json, words
 
 EXAMPLES = {
+    "prediction-above": Notice("prediction-above", numbers=(2.502, 1.2)),
+    "multiplier-grows": Notice("multiplier-grows", key="weight_bytes", numbers=(4.0,)),
     "domain-unused": Notice("domain-unused", ("code",)),
     "dtype-missing": Notice("dtype-missing", ("a100-80gb",), "compute_dtype", "fp8"),
     "phase-untouched": Notice("phase-untouched", ("prefill-2k",), "kv_read", phases=("decode",), alone=True),
@@ -25,6 +27,9 @@ def test_every_code_has_words():
     assert all(words(n) for n in EXAMPLES.values())
     assert words(EXAMPLES["dtype-missing"]) == ("compute_dtype fp8: a100-80gb has no dense fp8 peak, so the linear "
                                                 "layers there keep the workload's rate (no gain from the dtype)")
+    assert words(EXAMPLES["multiplier-grows"]) == (
+        "change.weight_bytes: 4 grows bytes per weight 4× — a 4× saving is weight_bytes: 0.25 (the multiplier is the "
+        "claim's bytes per weight ÷ the baseline's)")
     assert words(EXAMPLES["no-effect"]) == ("the change does not act on chat-4k: priced 1.00× there (the budget of "
                                             "4,096 keys covers its 2,048-token context)")
 

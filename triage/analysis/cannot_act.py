@@ -1,5 +1,6 @@
 """Mechanisms that cannot act where they are priced, as notices: never a quiet 1.00× (a dtype the chip
-lacks, a mechanism on a phase it does not touch, a workload where the change moves nothing)."""
+lacks, a mechanism on a phase it does not touch, a workload where the change moves nothing); and a saving's
+multiplier above 1, which acts the wrong way (never a quiet NO-GO)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..inputs.claim import Change
-from ..inputs.registry import acting_phases
+from ..inputs.registry import acting_phases, growing
 from ..inputs.specs import Hardware
 from .notices import Notice
 
@@ -21,7 +22,7 @@ def warnings(change: Change, hardware: Iterable[Hardware], workloads: Iterable[t
              domains: Iterable[str | None] | None = ()) -> list[Notice]:
     """Notices for ``change`` priced on ``hardware`` over (workload name, phase) pairs whose requests are of
     ``domains`` (None: not checked, as for the paper's one setting)."""
-    out = []
+    out = growth(change)
     chips = list(hardware)
     workloads = list(workloads)
     spec = change.get("speculative")
@@ -41,6 +42,12 @@ def warnings(change: Change, hardware: Iterable[Hardware], workloads: Iterable[t
             out.append(Notice("phase-untouched", tuple(idle), key, phases=tuple(sorted(phases)),
                               alone=len(change) == 1))
     return out
+
+
+def growth(change: Change) -> list[Notice]:
+    """A notice for each multiplier of a baseline quantity set above 1 (kv_bytes: 2): it grows what a saving
+    shrinks, so the verdict must say why (a method may truly grow it: a warning, not a refusal)."""
+    return [Notice("multiplier-grows", key=key, numbers=(value,)) for key, value in growing(change)]
 
 
 def _hint(change: Change, settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:

@@ -32,6 +32,7 @@ class MechanismInfo:
     klass: str = ""
     kv_format: bool = False
     scales: tuple[str, ...] = ()      # a pure multiplier: the step inputs it multiplies (no function of its own)
+    multiplies: str | None = None     # a multiplier of a baseline quantity (claim's ÷ baseline's): its name
     words: str | None = None          # the memo's words, a str.format template of the value ({value}, or its keys)
     schema: dict[str, Any] = field(default_factory=dict)     # its JSON-schema fragment under change:
 
@@ -62,15 +63,60 @@ def _data(name: str) -> Any:
     return load_file(package_file("inputs", name), f"triage/inputs/{name}", trusted=True).data
 
 
+@record
+class FloatFormat:
+    """A float element format (formats.yaml): 1 sign bit, ``exponent`` and ``mantissa`` bits."""
+
+    key: str
+    exponent: int
+    mantissa: int
+    source: str
+
+    @property
+    def bits(self) -> int:
+        """Bits per element: 1 sign + exponent + mantissa (e3m2: 6)."""
+        return 1 + self.exponent + self.mantissa
+
+
 @cache
 def registry() -> dict[str, MechanismInfo]:
     """Every mechanism, in the order they apply."""
     return {key: MechanismInfo(key, tuple(v["groups"]), tuple(v.get("reverts", ())), v["compose"], v["carries"],
                                tuple(v.get("directions", ())), v.get("example"), bool(v.get("optional", False)),
                                tuple(v.get("phases", ("decode", "prefill"))), v["class"],
-                               bool(v.get("kv_format", False)), tuple(v.get("scales", ())), v.get("words"),
-                               dict(v["schema"]))
+                               bool(v.get("kv_format", False)), tuple(v.get("scales", ())), v.get("multiplies"),
+                               v.get("words"), dict(v["schema"]))
             for key, v in _data("mechanisms.yaml").items()}
+
+
+@cache
+def float_formats() -> dict[str, FloatFormat]:
+    """Every float element format a weight or KV format may name, in formats.yaml's order."""
+    return {key: FloatFormat(key, int(v["exponent"]), int(v["mantissa"]), v["source"])
+            for key, v in _data("formats.yaml").items()}
+
+
+def float_format_schema() -> dict[str, Any]:
+    """The claim schema's `$defs/float_format`, generated from formats.yaml (schemas/claim.schema.json holds it
+    as generated; tests/inputs/test_registry.py keeps the two equal)."""
+    bits = ", ".join(f"{key} {f.bits}" for key, f in float_formats().items())
+    return {"enum": list(float_formats()),
+            "description": f"A float element format, 1 sign + exponent + mantissa bits ({bits}; OCP MX v1.0, "
+                           f"OCP OFP8): its bits per element, scales counted apart."}
+
+
+def element_bits(spec: Mapping[str, Any]) -> float:
+    """Bits per stored element of a weight or KV format: its integer ``bits``, or its float ``format``'s
+    (e3m2: 6)."""
+    return float(float_formats()[spec["format"]].bits) if "format" in spec else float(spec["bits"])
+
+
+def growing(change: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """The multipliers of a baseline quantity (the registry's ``multiplies``) that a change sets above 1: a
+    saving written upside down (kv_bytes: 2 for a 2× compression) grows what it names."""
+    table = registry()
+    return [(key, float(value)) for key, value in change.items()
+            if table[key].multiplies is not None and isinstance(value, (int, float)) and value > 1]
 
 
 def change_schema() -> dict[str, Any]:
@@ -117,9 +163,9 @@ DTYPE_BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 
 
 
 def declared_bits(change: Mapping[str, Any], klass: str) -> float | None:
-    """The bits per value a change declares for a quantization class: its format's ``bits``; a multiplier of
-    16-bit bytes alone (kv_bytes, weight_bytes) counts as ⌊16·m⌋ bits, scales included (0.27 -> 4); None where
-    the class declares no width."""
+    """The bits per value a change declares for a quantization class: its format's ``bits`` (a float format's
+    element bits: e3m2 -> 6); a multiplier of 16-bit bytes alone (kv_bytes, weight_bytes) counts as ⌊16·m⌋
+    bits, scales included (0.27 -> 4); None where the class declares no width."""
     fmt = {"kv-quantization": ("kv_quant", "kv_bytes"), "weight-quantization": ("weight_quant", "weight_bytes"),
            "activation-quantization": ("compute_dtype", None)}.get(klass)
     if fmt is None:
@@ -127,7 +173,7 @@ def declared_bits(change: Mapping[str, Any], klass: str) -> float | None:
     declared, multiplier = fmt
     value = change.get(declared)
     if isinstance(value, dict):
-        return float(value["bits"])
+        return element_bits(value)
     if isinstance(value, str):
         return float(DTYPE_BITS[value])
     m = change.get(multiplier) if multiplier else None

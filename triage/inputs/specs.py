@@ -6,10 +6,13 @@ Every quantity is a float in SI base units; ``source`` says where it came from.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import field
 from functools import cached_property
 
 from ..records import record
+
+_REPO = re.compile(r"[\w.-]+/[\w.-]+")
 
 # Bytes per element. int4 is half a byte: 4 // 8 == 0 is the classic bug.
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -117,6 +120,17 @@ class Model:
     def label(self) -> str:
         """How cells and tables name the model: its catalog key, or a config.json's model name (not its path)."""
         return self.name if is_config_path(self.key) else self.key
+
+    @property
+    def hf_repo(self) -> str | None:
+        """The Hugging Face repository whose config.json the catalog entry cites (the word before 'config.json'
+        in its source), else None. Word by word, each matched whole: linear in the source, which can be a
+        user's text, where a search for the pattern anywhere would backtrack quadratically."""
+        words = self.source.split()
+        for word, following in zip(words, words[1:], strict=False):
+            if following.startswith("config.json") and _REPO.fullmatch(word.lstrip("([")):
+                return word.lstrip("([")
+        return None
 
     @property
     def window(self) -> float:
@@ -281,6 +295,23 @@ class Model:
                             (kv_lora, heads * (self.qk_nope_head_dim + self.v_head_dim)), (heads * self.v_head_dim, h)]
         q_width, kv_width = heads * self.head_dim, (kv_heads or self.num_key_value_heads) * self.head_dim
         return [(h, q_width), (h, kv_width), (h, kv_width), (q_width, h)]
+
+    def output_channels(self, kv_heads: int | None = None) -> tuple[float, float]:
+        """Rows of the linear weight matrices, one per output channel (a matrix of shape (out, in) has ``out``
+        rows of ``in`` weights): (dense body, routed experts), what per-channel scales count, one scale a row.
+
+        The matrices low_rank_saved factorizes: attention (the second of each _attention_shapes pair is its
+        output width; ``kv_heads`` after GQA/MQA), the MLP (gated: gate and up I rows each, down h; else I + h),
+        shared experts and each routed expert (gated). Routers, norms, embedding and LM head count none.
+        """
+        h = self.hidden_size
+        attention = sum(out for _, out in self._attention_shapes(kv_heads))
+        mlp = (2 if self.gated_mlp else 1) * (self.intermediate_size or 0) + h
+        shared = 2 * self.shared_expert_intermediate_size + h if self.shared_expert_intermediate_size else 0
+        expert = 2 * (self.moe_intermediate_size or self.intermediate_size or 0) + h
+        dense_layers = self.num_hidden_layers - self.moe_layers
+        body = dense_layers * (attention + mlp) + self.moe_layers * (attention + shared)
+        return float(body), float(self.moe_layers * self.num_experts * expert)
 
     def low_rank_saved(self, rank: float, kv_heads: int | None = None) -> tuple[float, float]:
         """Parameters a rank-r factorization W (m × n) ≈ U (m × r)·V (r × n) removes: (dense body, routed experts).

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..defaults import DRAFT_PASSES, OUTLIER_BITS, ROTATIONS_PER_LAYER, SCALE_BITS, ZERO_BITS
 from ..inputs.claim import Change, Spec
-from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
+from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, element_bits, registry
 from ..inputs.specs import Model
 from ..records import record
 from .roofline import StepInputs, attended_tokens, by_phase
@@ -44,10 +44,11 @@ class Context:
 def kv_quant_bytes(spec: Spec) -> float:
     """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
     per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
-    Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B."""
+    Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B. A
+    float format's bits are its element's (e4m3: 8)."""
     group = spec.get("group_size")
     scales = (spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)) / (8 * group) if group else 0.0
-    return spec["bits"] / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
+    return element_bits(spec) / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
 
 
 def kv_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
@@ -155,19 +156,35 @@ def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
 # ---- weights -----------------------------------------------------------------------------------
 
 
-def quantized_bytes_per_weight(spec: Spec) -> float:
-    """Group-wise quantization: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight.
+def quantized_bytes_per_weight(spec: Spec, channels_per_weight: float | np.ndarray = 0.0) -> float | np.ndarray:
+    """Quantized weights: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight; per-channel scales
+    are (scale_bits + zero_bits)/8 × ``channels_per_weight`` (a model's output channels over its weights), a
+    per-tensor scale is negligible (one per matrix). A float format's bits are its element's (e3m2: 6).
 
     int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
     """
-    group_bits = spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)
-    return spec["bits"] / 8 + group_bits / (8 * spec["group_size"])
+    scale_bits = spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)
+    if "group_size" in spec:
+        return element_bits(spec) / 8 + scale_bits / (8 * spec["group_size"])
+    per_channel = scale_bits / 8 * channels_per_weight if spec["scales"] == "per-channel" else 0.0
+    return element_bits(spec) / 8 + per_channel
+
+
+def _kv_heads_left(ctx: Context, mod: Model) -> int | None:
+    """The KV heads a GQA/MQA change leaves ``mod`` (None: its own; an MLA cache has no heads)."""
+    n = ctx.change.get("kv_heads")
+    return min(int(n), mod.num_key_value_heads) if n is not None and not mod.is_mla else None
 
 
 def weight_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Weight-only quantization of the transformer blocks (and experts); the LM head and embedding stay
-    16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them)."""
-    bpe = np.asarray(quantized_bytes_per_weight(spec))
+    16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them). Per-channel scales are one per output channel
+    (Model.output_channels): spread over the blocks' and experts' weights, they add rows × scale bytes."""
+    rows = 0.0
+    if spec.get("scales") == "per-channel":
+        channels = ctx.per_model(lambda mod: sum(mod.output_channels(_kv_heads_left(ctx, mod))))
+        rows = channels / (x.body_params + x.routed_expert_params)
+    bpe = np.asarray(quantized_bytes_per_weight(spec, rows))
     head = np.asarray(2.0) if spec.get("keep_16bit", True) else bpe
     return replace(x, weight_read_bpe=bpe, weight_stored_bpe=bpe, head_read_bpe=head, head_stored_bpe=head)
 
@@ -201,14 +218,9 @@ def low_rank(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
     """Each projection W (m × n) becomes U (m × r) · V (r × n): parameters and FLOPs r(m+n) instead of m·n
     (Hu et al. 2021's factorization, applied to the weights). Which projections a model has — attention or
     MLA, a gated or two-matrix MLP, shared and routed experts — is Model.low_rank_saved's."""
-    r = float(spec["rank"])
-    n = ctx.change.get("kv_heads")                     # GQA/MQA first: factorize the k, v projections left
-
-    def heads(mod: Model) -> int | None:
-        return min(int(n), mod.num_key_value_heads) if n is not None and not mod.is_mla else None
-
-    body = ctx.per_model(lambda mod: mod.low_rank_saved(r, heads(mod))[0])
-    routed = ctx.per_model(lambda mod: mod.low_rank_saved(r, heads(mod))[1])
+    r = float(spec["rank"])                          # GQA/MQA first: factorize the k, v projections left
+    body = ctx.per_model(lambda mod: mod.low_rank_saved(r, _kv_heads_left(ctx, mod))[0])
+    routed = ctx.per_model(lambda mod: mod.low_rank_saved(r, _kv_heads_left(ctx, mod))[1])
     return replace(x, body_params=x.body_params - body, routed_expert_params=x.routed_expert_params - routed,
                    stored_params=x.stored_params - body - routed)
 

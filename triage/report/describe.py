@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from ..inputs.registry import registry
+from ..defaults import SCALE_BITS, ZERO_BITS
+from ..inputs.registry import element_bits, registry
 from ..model.mechanisms import expected_for, kv_quant_bytes, quantized_bytes_per_weight, speculative_plan
 
 
@@ -28,9 +29,27 @@ def _spec_text(spec: dict[str, Any]) -> str:
             f"tokens, {plan.expected_tokens:.2f} tokens per step{domains}")
 
 
+def _element(s: dict[str, Any], integer: str) -> str:
+    """A format's element: a float format by name and width ('e3m2 (6-bit float)'), an integer one as
+    ``integer`` words it (from its bits)."""
+    return f"{s['format']} ({element_bits(s):g}-bit float)" if "format" in s else integer.format(bits=s["bits"])
+
+
+def _scale(s: dict[str, Any]) -> str:
+    """What each scale holds: '16 bits of scale', '16 bits of scale and 8 of zero point'."""
+    zero = s.get("zero_bits", ZERO_BITS)
+    return f"{s.get('scale_bits', SCALE_BITS)} bits of scale" + (f" and {zero} of zero point" if zero else "")
+
+
 def _weight_quant_text(s: dict[str, Any]) -> str:
-    return (f"int{s['bits']} weights, group {s['group_size']} ({quantized_bytes_per_weight(s):.4g} B per weight)"
-            + (", LM head in 16 bits" if s.get("keep_16bit", True) else ""))
+    weights = _element(s, "int{bits}") + " weights"
+    if "group_size" in s:
+        scales = f"group {s['group_size']} ({quantized_bytes_per_weight(s):.4g} B per weight)"
+    elif s["scales"] == "per-channel":
+        scales = f"per-channel scales ({element_bits(s) / 8:.4g} B per weight + {_scale(s)} per output channel)"
+    else:
+        scales = f"per-tensor scales ({element_bits(s) / 8:.4g} B per weight)"
+    return f"{weights}, {scales}" + (", LM head in 16 bits" if s.get("keep_16bit", True) else "")
 
 
 def _kv_quant_text(s: dict[str, Any]) -> str:
@@ -38,11 +57,13 @@ def _kv_quant_text(s: dict[str, Any]) -> str:
     residual = (f", the {s['residual_tokens']:,} most recent tokens at the baseline's precision"
                 if s.get("residual_tokens") else "")
     outliers = f", {s['outliers']:.3g} of elements as sparse outliers" if s.get("outliers") else ""
-    return f"{s['bits']}-bit KV cache{group}{outliers} ({kv_quant_bytes(s):.4g} B per element){residual}"
+    return (f"{_element(s, '{bits}-bit')} KV cache{group}{outliers} ({kv_quant_bytes(s):.4g} B per element)"
+            f"{residual}")
 
 
 # The mechanisms whose words need arithmetic (bytes per element, percentages, plans); every other key is worded
-# by its registry template (mechanisms.yaml: words), so a new mechanism needs no edit here.
+# by its registry template (mechanisms.yaml: words) or as the quantity it multiplies (multiplies), so a new
+# mechanism needs no edit here.
 DESCRIBE: dict[str, Callable[[Any], str]] = {
     "kv_quant": _kv_quant_text,
     "kv_tokens": _tokens_text("kept (eviction, read and stored)"),
@@ -67,10 +88,12 @@ DESCRIBE: dict[str, Callable[[Any], str]] = {
 
 
 def _words(key: str, value: Any) -> str:
-    template = registry()[key].words
-    if template is None:
+    info = registry()[key]
+    if info.multiplies is not None:
+        return f"{info.multiplies} × {value:g}"
+    if info.words is None:
         return DESCRIBE[key](value)
-    return template.format(value=value, **(value if isinstance(value, dict) else {}))
+    return info.words.format(value=value, **(value if isinstance(value, dict) else {}))
 
 
 def describe(change: dict[str, Any]) -> list[str]:

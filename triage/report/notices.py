@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..analysis.notices import HINTS, Notice
+from ..inputs.registry import registry
 
 _HINTS = {"already-fused": "its attention is already {value}: no score traffic to save",
           "already-split": "its decode attention already splits the KV",
@@ -30,6 +31,16 @@ def _hint(n: Notice) -> str:
 def words(n: Notice) -> str:
     """One notice in words."""
     one = len(n.names) == 1
+    if n.code == "prediction-above":
+        predicted, measured = n.numbers
+        return (f"in the paper's own setting triage predicts {predicted:.2f}× end to end, above the paper's "
+                f"measured {measured:.2f}×: the gains below are likely optimistic for this method (see \"The "
+                f"paper's own setting\")")
+    if n.code == "multiplier-grows":
+        (value,) = n.numbers
+        quantity = registry()[n.key].multiplies
+        return (f"change.{n.key}: {value:g} grows {quantity} {value:g}× — a {value:g}× saving is {n.key}: "
+                f"{1 / value:.3g} (the multiplier is the claim's {quantity} ÷ the baseline's)")
     if n.code == "domain-unused":
         return (f"speculative.by_domain gives {', '.join(n.names)}, which no workload states (workloads: domain:): "
                 f"{'it is' if one else 'they are'} not priced; every workload gets the card's default")
