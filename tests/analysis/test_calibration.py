@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 import triage
@@ -256,3 +257,122 @@ def test_rows_of_several_engines_on_one_chip_are_warned_not_pooled_silently(tmp_
         "the rows name 2 engines (llama.cpp\\x1b[31m, vllm): one profile fitted on several engines describes none "
         "of them (their kernels and fixed costs differ); calibrate each engine's rows on their own"]
     assert not any("engines" in w for w in h100["warnings"])
+
+
+# ---- issue 47 item 5: a parameter the rows cannot identify; the inputs `triage run --measured` reads ---------
+
+MEASUREMENTS = CLAIMS.parent / "examples" / "measurements"
+UNFITTED = {"bandwidth": True, "compute": False, "overhead_s": True, "layer_overhead_s": True,
+            "request_overhead_s": False, "sequence_overhead_s": False}
+
+
+def test_batch_1_decode_rows_leave_the_compute_efficiency_not_fitted(tmp_path):
+    # gpt-fast's rows are batch-1 decode steps: a step's GEMMs do 2 FLOPs per weight read once at 2 B (bf16),
+    # about 1 FLOP/B, where the A100 80GB turns compute-bound only above 312e12 / 2.039e12 = 153 FLOP/B (46 FLOP/B
+    # at compute 0.30 and bandwidth 1.00, the grid's most favourable corner): compute binds in no row, nothing
+    # fits it, and the jackknife's 0.00 said a precision it never had. It keeps the catalog default (0.5,
+    # workloads.yaml) and says so; the request and sequence costs, which no row tells apart, were already so.
+    example = MEASUREMENTS / "gpt-fast-a100.csv"
+    (h,) = as_json(calibrate.calibrate(example))["hardware"]
+    assert h["parameters_fitted"] == UNFITTED and h["compute_identified"] is False
+    assert h["parameters"]["compute"] == calibrate.defaults()["compute"] == 0.5
+    assert "compute" not in h["uncertainty"] and h["uncertainty"]["bandwidth"] > 0
+    res = CliRunner().invoke(main, ["calibrate", str(example)])
+    assert res.exit_code == 0 and ", compute efficiency not fitted (default 0.50); " in res.output
+    assert "request overhead not fitted (default 2.56 ms per prefill step)" in res.output
+    out = tmp_path / "cal.yaml"
+    assert CliRunner().invoke(main, ["calibrate", str(example), "-o", str(out)]).exit_code == 0
+    text = out.read_text()
+    assert ("# not fitted (the rows do not identify them), the default kept: a100-80gb: compute 0.5, "
+            "request_overhead 2.56 ms, sequence_overhead 0.00629 ms\n") in text
+    profile = yaml.safe_load(text)["engines"]["calibrated"]
+    assert profile["hardware"]["a100-80gb"]["compute"] == 0.5 and "compute" not in profile["hardware"][
+        "a100-80gb"]["uncertainty"]
+    assert "not fitted (the rows do not identify them), the default kept: a100-80gb: compute 0.5" in profile["source"]
+
+
+def test_long_prefill_rows_leave_the_bandwidth_efficiency_not_fitted(tmp_path):
+    # the mirror case: a 2,048-token prefill of Llama 2 7B does 2 x 6.6e9 x 2,048 = 2.7e13 FLOPs in its GEMMs
+    # (170 ms at 312 TFLOP/s x 0.5) and reads 13 GB of weights (8.6 ms at 2,039 GB/s x 0.74): compute binds; the
+    # bytes bind only in the small groups, a thousandth of the time. Bandwidth keeps its default, 0.74.
+    f = csv(tmp_path, *[f"llama-2-7b,a100-80gb,prefill,{p},1,bf16,,,,,{t},,ttft" for p, t in
+                        ((2048, 0.160), (4096, 0.330), (8192, 0.700))])
+    (h,) = as_json(calibrate.calibrate(f))["hardware"]
+    assert h["parameters_fitted"]["bandwidth"] is False and h["parameters_fitted"]["compute"] is True
+    assert h["parameters"]["bandwidth"] == calibrate.defaults()["bandwidth"] == 0.74
+    assert h["compute_identified"] is True and "bandwidth" not in h["uncertainty"]
+
+
+def _vllm_folder(tmp_path, **metadata):
+    """The shipped vLLM examples as if run with --metadata model=... (and ``metadata``)."""
+    folder = tmp_path / "vllm"
+    folder.mkdir()
+    for side in ("baseline", "claim"):
+        data = json.loads((MEASUREMENTS / "vllm" / f"chat-4k-{side}.json").read_text())
+        (folder / f"chat-4k-{side}.json").write_text(json.dumps({**data, "model": "llama-2-7b", **metadata}))
+    return folder
+
+
+def test_calibrate_reads_the_vllm_results_and_folders_run_measured_reads(tmp_path):
+    # the shipped vLLM examples (64 prompts at concurrency 1: 262,144 input and 16,384 output tokens) tagged
+    # with their catalog model: the baseline's gives a decode row at the mean context of its tokens, 262,144 / 64
+    # = 4,096 + 16,384 / 64 / 2 = 128 -> 4,224, timed by its median TPOT (9.25 ms), and, at batch 1, a prefill
+    # row of the 4,096-token prompt timed by its median TTFT (305.7 ms); the claim's (variant=claim) times the
+    # method's build, not the stack a profile describes: left out, and said
+    folder = _vllm_folder(tmp_path)
+    assert CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "--measured", str(folder)]).exit_code == 0
+    report = as_json(calibrate.calibrate(folder))
+    (h,) = report["hardware"]
+    rows = [(p["phase"], p["batch"], p["context"], p["source"]) for p in h["points"]]
+    assert rows == [("decode", 1, 4224, "chat-4k-baseline.json"), ("prefill", 1, 4096, "chat-4k-baseline.json")]
+    assert [p["measured_s"] for p in h["points"]] == pytest.approx([0.00925, 0.3057])
+    assert report["left_out"] == [str(folder / "chat-4k-claim.json")]
+    assert h["hardware"] == "a100-80gb"
+    # a folder of the example CSV beside them: one fit over all 11 + 2 rows
+    (folder / "gpt-fast-a100.csv").write_bytes((MEASUREMENTS / "gpt-fast-a100.csv").read_bytes())
+    res = CliRunner().invoke(main, ["calibrate", str(folder), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["hardware"][0]["rows"] == 13
+
+
+def test_a_vllm_result_names_its_model_by_the_repository_the_catalog_cites(tmp_path):
+    # the shipped examples name the model by the server's name, meta-llama/Llama-2-7b-hf: the catalog's
+    # llama-2-7b cites that repository's config.json (models.yaml), so the rows are llama-2-7b's
+    (h,) = as_json(calibrate.calibrate(MEASUREMENTS / "vllm"))["hardware"]
+    assert {p["model"] for p in h["points"]} == {"llama-2-7b"}
+    # a server's name no catalog entry cites is an unknown model, addressed
+    folder = tmp_path / "other"
+    folder.mkdir()
+    data = json.loads((MEASUREMENTS / "vllm" / "chat-4k-baseline.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**data, "model_id": "someone/unknown-7b"}))
+    with pytest.raises(UserError, match=r"\$\.model: unknown model 'someone/unknown-7b'"):
+        calibrate.calibrate(folder)
+
+
+def test_a_vllm_result_at_a_higher_concurrency_gives_its_decode_row_only(tmp_path):
+    # at concurrency 8 a TTFT waits behind the other requests' steps (a scheduling figure, not a prefill)
+    folder = _vllm_folder(tmp_path, max_concurrency=8)
+    (h,) = as_json(calibrate.calibrate(folder))["hardware"]
+    assert [(p["phase"], p["batch"], p["context"]) for p in h["points"]] == [("decode", 8, 4224)]
+
+
+def test_a_vllm_result_without_what_a_fit_needs_is_refused_with_how_to_add_it(tmp_path):
+    folder = _vllm_folder(tmp_path, max_concurrency=None)
+    with pytest.raises(UserError) as err:
+        calibrate.calibrate(folder)
+    assert str(err.value.problems[0]) == (
+        f"{folder / 'chat-4k-baseline.json'}:1:1 $.max_concurrency: a vLLM result without max_concurrency sent every "
+        "request at once and states no batch: rerun `vllm bench serve` with --max-concurrency N, or add --metadata "
+        "batch=N")
+    (tmp_path / "nochip").mkdir()
+    folder = _vllm_folder(tmp_path / "nochip", hardware=None)
+    with pytest.raises(UserError, match=r"\$\.hardware: a vLLM result names no catalog hardware"):
+        calibrate.calibrate(folder)
+
+
+def test_calibrate_and_run_measured_read_a_folder_through_one_reader(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a measurement")
+    with pytest.raises(UserError, match="no .json or .csv measurement files in this folder"):
+        calibrate.calibrate(tmp_path)
+    res = CliRunner().invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), "--measured", str(tmp_path)])
+    assert res.exit_code == 1 and "no .json or .csv measurement files in this folder" in res.output

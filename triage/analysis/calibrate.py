@@ -11,7 +11,9 @@ with L the model's layers (o_layer: the kernel launches of a layer, what CUDA gr
 once a request (scheduling, sampling set-up; at its prefill). The efficiencies are a grid; at each grid point
 the three fixed costs, linear in t, are solved in closed form (non-negative least squares on the relative
 error, a light pull toward the shipped defaults); the grid point with the least squared log error wins. A
-fixed cost the rows cannot tell apart from the others (one layer count, no prefill) is not fitted. It refuses
+fixed cost the rows cannot tell apart from the others (one layer count, no prefill) is not fitted, nor an
+efficiency whose term binds in no row (held_efficiencies: batch-1 decode rows never bind compute); each keeps
+the shipped default. It refuses
 fewer rows than parameters, says when an efficiency sits on the grid's edge or the rows ask for a negative
 cost, and reports the leave-one-out error (the costs re-solved without the row, at the grid point the other
 rows' errors choose: a little optimistic, 14.3 % against 14.6 % from full refits on gpt-fast-a100.csv) and each
@@ -20,8 +22,6 @@ parameter's jackknife spread.
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import math
 from collections.abc import Mapping
@@ -32,14 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from ..defaults import LIMITS
+from ..defaults import CALIBRATION_SHARE, LIMITS
 from ..errors import NEAR, Problem, UserError, escape
+from ..inputs import calibration_rows, units, workloads
 from ..inputs import catalog as catalog_mod
-from ..inputs import units, workloads
+from ..inputs.calibration_rows import TIMES
 from ..inputs.claim import Change, Claim
-from ..io.files import read_text
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
+from ..progress import SILENT, Progress
 from ..records import record
 
 BANDWIDTH = np.round(np.arange(0.30, 1.0001, 0.01), 2)
@@ -56,7 +57,6 @@ def defaults() -> dict[str, float]:
             **{k: units.parse(d.get(k[:-2], 0), "time", allow_zero=True) for k in LINEAR}}
 
 
-REQUIRED = ("model", "hardware", "context")
 WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
 KV = WEIGHTS                                           # the same storage formats
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
@@ -82,26 +82,6 @@ class Row:
     peak: float
     bandwidth: float
     comm_s: np.ndarray     # per step
-
-
-def _read_rows(path: Path) -> list[dict[str, str]]:
-    text = read_text(path)
-    try:
-        rows = list(csv.DictReader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
-    if not rows:
-        raise UserError([Problem(str(path), path="", message="no measurement rows")])
-    if len(rows) > LIMITS.calibration_rows:
-        raise UserError([Problem(str(path), path="", message=(
-            f"{len(rows):,} rows; a calibration takes at most {LIMITS.calibration_rows:,} (limit calibration_rows)"))])
-    for n, r in enumerate(rows, start=2):
-        missing = [k for k in REQUIRED if not r.get(k)]
-        if missing or not (r.get("tokens_per_s") or any(r.get(k) for k in TIMES)):
-            raise UserError([Problem(str(path), n, 1, f"$.{missing[0] if missing else 'tokens_per_s'}", "row needs " + (
-                repr(missing[0]) if missing else
-                "'tokens_per_s or a time (tpot_s, ttft_s, e2e_s in seconds; tpot, ttft with a unit)'"))])
-    return rows
 
 
 def _field(raw: Mapping[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
@@ -148,6 +128,9 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
     phase = raw.get("phase") or "decode"
     if phase not in ("decode", "prefill", "generation"):
         raise UserError([Problem(file, line, 1, "$.phase", f"expected decode, prefill or generation, got {phase!r}")])
+    if raw["model"] not in catalog.models:          # a server's name (a vLLM result's model_id): its catalog entry
+        named = [k for k, m in catalog.models.items() if m.hf_repo == raw["model"]]
+        raw = {**raw, "model": named[0]} if named else raw
     for key in ("model", "hardware"):
         table = catalog.models if key == "model" else catalog.hardware
         if raw[key] not in table:
@@ -205,8 +188,6 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
                comm_s=np.broadcast_to(comm_time(x, hw.link_bandwidth, hw.link_latency), (n,)).astype(float))
 
 
-# a measured time: a column whose name gives the unit (seconds), or a quantity with its unit
-TIMES = ("tpot_s", "ttft_s", "e2e_s", "tpot", "ttft")
 # what each phase's time is: a decode step's TPOT, a prefill's TTFT, a whole request's end-to-end time
 PHASE_TIMES = {"decode": ("tokens_per_s", "tpot_s", "tpot"), "prefill": ("tokens_per_s", "ttft_s", "ttft"),
                "generation": ("tokens_per_s", "e2e_s")}
@@ -274,6 +255,37 @@ def predict(rows: list[Row], params: dict[str, float], comm: bool = True) -> np.
 
 def _mape(pred: np.ndarray, measured: np.ndarray) -> float:
     return float(np.mean(np.abs(pred / measured - 1.0)))
+
+
+def bound_shares(rows: list[Row], params: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Each row's share of its predicted time (fixed costs and all-reduces included) in operator groups where
+    an efficiency's term binds: compute where a group's FLOPs outlast its bytes, bandwidth elsewhere. It is the
+    row's elasticity to that efficiency, -d log t / d log e: the efficiency's column of the least-squares design,
+    in relative units."""
+    be, ce = params["bandwidth"], params["compute"]
+    total = predict(rows, dict(params))
+    compute = np.array([sum(n * float(np.where(c > m, c, 0.0).sum()) for n, c, m in
+                            zip(r.counts, r.flops / (r.peak * ce), r.bytes / (r.bandwidth * be), strict=True))
+                        for r in rows])
+    return {"compute": compute / total, "bandwidth": (np.ravel(roofline(rows, be, ce, comm=False)) - compute) / total}
+
+
+def held_efficiencies(group: list[Row], params: Mapping[str, float]) -> tuple[str, ...]:
+    """The efficiencies the rows do not identify, to hold at the default instead of fitting.
+
+    An efficiency is fitted where its term binds for at least CALIBRATION_SHARE of some row's predicted time,
+    at the fitted ``params`` or with it at its default (bound_shares: its column of the least-squares design).
+    Where its column is below that in every row at both, the squared error barely moves with it, and not at all
+    where the column is zero (batch-1 decode rows never bind compute): its Fisher information vanishes, its
+    standard error is unbounded, and what the grid returns is the pull toward the default, a value the rows
+    never chose. Held at the default it prices the rows as the fitted value did, to within that share. The
+    default is checked too so that an efficiency the rows push away from it (the default would make a row
+    compute-bound and too slow) stays fitted: the rows bound it, if from one side only. The fixed costs have
+    their own test (free_costs: rows that pay each, in a direction the others lack)."""
+    d = defaults()
+    at_fit = bound_shares(group, params)
+    return tuple(k for k in ("bandwidth", "compute")
+                 if max(at_fit[k].max(), bound_shares(group, {**params, k: d[k]})[k].max()) < CALIBRATION_SHARE)
 
 
 def free_costs(group: list[Row], hold: tuple[str, ...] = ()) -> tuple[int, ...]:
@@ -400,13 +412,13 @@ class FitNote:
 FIT_NOTES = ("lowest", "highest", "negative", "request-overhead", "not-fitted", "mixed-engines")
 
 
-def edges(fit: Fitted) -> list[FitNote]:
-    """What the fit says about the model's terms: an efficiency pinned to the grid's edge, a fixed cost the rows
-    would make negative, a per-request cost too large to be one."""
+def edges(fit: Fitted, held: tuple[str, ...] = ()) -> list[FitNote]:
+    """What the fit says about the model's terms: an efficiency pinned to the grid's edge (not one ``held`` at
+    its default), a fixed cost the rows would make negative, a per-request cost too large to be one."""
     out = []
     for name, values in (("bandwidth", BANDWIDTH), ("compute", COMPUTE)):
         v = fit.params[name]
-        if v in (values[0], values[-1]):
+        if name not in held and v in (values[0], values[-1]):
             out.append(FitNote("lowest" if v == values[0] else "highest", name, v))
     out += [FitNote("negative", name) for name in fit.negative]
     if fit.params["request_overhead_s"] > REQUEST_MAX:
@@ -444,7 +456,9 @@ class Point:
 @record
 class HardwareFit:
     """One chip's fit: the parameters (the defaults where too few rows), which fixed costs were fitted, their
-    jackknife standard errors, the mean absolute error before, after and leaving each row out, the notes."""
+    jackknife standard errors, the mean absolute error before, after and leaving each row out, the notes.
+    ``identified``: the PARAMETERS the rows fitted (held_efficiencies, free_costs); every other one is the
+    default, and has no standard error."""
 
     hardware: str
     rows: int
@@ -455,6 +469,7 @@ class HardwareFit:
     free: tuple[str, ...]
     uncertainty: dict[str, float] | None
     compute_identified: bool
+    identified: tuple[str, ...]
     error_before: float
     error_after: float
     error_leave_one_out: float | None
@@ -467,48 +482,63 @@ class Calibration:
 
     source: str
     hardware: tuple[HardwareFit, ...]
+    left_out: tuple[str, ...] = ()        # files of another build than the baseline (calibration_rows.read)
 
 
-def calibrate(path: Path | str, catalog_file: Path | str | None = None) -> Calibration:
+def calibrate(path: Path | str, catalog_file: Path | str | None = None, progress: Progress = SILENT) -> Calibration:
     """Fit per hardware; report the parameters, their jackknife spread, the prediction error before and after,
     and the leave-one-out error. Rows name hardware and models of the shipped catalog merged with a user catalog
     (``catalog_file``, else $TRIAGE_CATALOG). A hardware with fewer than three rows keeps the defaults and says
-    so."""
+    so. ``progress`` is told each stage (loading, calibrating the rows, fitting the chips) and each row and chip
+    done."""
+    progress.stage("loading")
     cat = catalog_mod.resolve(catalog_file)
     path = Path(path)
-    rows = [price(r, str(path), n, cat) for n, r in enumerate(_read_rows(path), start=2)]
+    read, left_out = calibration_rows.read(path)
+    progress.stage("calibrating", len(read))
+    rows = []
+    for k, r in enumerate(read, start=1):        # pricing each row is most of a calibration's time
+        rows.append(price(r.fields, r.file, r.line, cat))
+        progress.advance(k, len(read), "rows")
     fits = []
     d = defaults()
-    for hw in sorted({r.spec["hardware"] for r in rows}):
+    chips = sorted({r.spec["hardware"] for r in rows})
+    progress.stage("fitting", len(chips))
+    for hw in chips:
         group = [r for r in rows if r.spec["hardware"] == hw]
         measured = np.array([r.measured_s for r in group])
         before = predict(group, d)
         notes: list[FitNote] = []
         spread: dict[str, float] | None
+        identified: tuple[str, ...] = ()
         if len(group) < 3:
             params, spread, loo, fitted_params = dict(d), None, None, None
             free: tuple[str, ...] = ()
             notes.append(FitNote("not-fitted", value=len(group)))
         else:
             fitted = solve(group)
+            held = held_efficiencies(group, fitted.params)
+            if held:                    # refit without them: the fixed costs may take the rows' spare freedom
+                fitted = solve(group, hold=held)
             params, free, fitted_params = fitted.params, fitted.free, fitted.params
+            identified = tuple(k for k in PARAMETERS if k in free or k in ("bandwidth", "compute") and k not in held)
             loo = _mape(fitted.loo_pred, measured)
             n = len(group)
             spread = {}
             for j, name in enumerate(PARAMETERS):       # jackknife standard error of each fitted parameter
-                if name in ("bandwidth", "compute") or name in free:
+                if name in identified:
                     v = fitted.loo_params[:, j]
                     spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
-            notes += edges(fitted)
+            notes += edges(fitted, held)
         engines = sorted({str(r.spec.get("engine") or "").strip()[:LIMITS.name_chars] for r in group} - {""})
         if len(engines) > 1:        # one profile from several engines' rows describes none of them
             notes.append(FitNote("mixed-engines", ", ".join(engines), len(engines)))
         after = predict(group, params)
-        binding = any((r.flops / (r.peak * params["compute"]) > r.bytes / (r.bandwidth * params["bandwidth"])).any()
-                      for r in group)
         fits.append(HardwareFit(
-            hw, len(group), d, tuple(notes), fitted_params, params, tuple(free), spread, bool(binding),
+            hw, len(group), d, tuple(notes), fitted_params, params, tuple(free), spread, "compute" in identified,
+            identified,
             _mape(before, measured), _mape(after, measured), loo,
             tuple(Point(tuple(r.spec.get(k) for k in POINT_COLUMNS), r.measured_s, float(before[i]), float(after[i]))
                   for i, r in enumerate(group))))
-    return Calibration(str(path), tuple(fits))
+        progress.advance(len(fits), len(chips), "chips")
+    return Calibration(str(path), tuple(fits), tuple(left_out))

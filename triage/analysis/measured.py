@@ -2,15 +2,14 @@
 
 Accepted: CSV or JSON rows {workload, variant: baseline|claim, tpot, ttft, throughput, quality, hardware?},
 the JSON `vllm bench serve --save-result --metadata workload=W variant=V [hardware=H]` writes, or a
-folder of such files. tpot/ttft are quantities ('41 ms'); a bare number is refused with a hint, except in
-the columns whose name carries the unit, tpot_s/ttft_s (seconds); vLLM's *_ms fields are read as
-milliseconds. The memo then shows predicted against measured and which layer lost the gain.
+folder of such files (inputs/measurements.py reads them, for `triage calibrate` too). tpot/ttft are
+quantities ('41 ms'); a bare number is refused with a hint, except in the columns whose name carries the
+unit, tpot_s/ttft_s (seconds); vLLM's *_ms fields are read as milliseconds. The memo then shows predicted
+against measured and which layer lost the gain.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Mapping
 from dataclasses import replace
@@ -19,11 +18,8 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from ..defaults import LIMITS
 from ..errors import Problem, UserError
-from ..inputs import units
-from ..io.files import read_text
-from ..io.jsonio import load_json
+from ..inputs import measurements, units
 from ..model import evidence, verdicts
 from . import decision
 from .evaluation import Comparison, Evaluation, Measured
@@ -57,13 +53,13 @@ class Row(TypedDict):
     quality: float | None
 
 
-def _row(raw: Mapping[str, Any], file: str, line: int) -> Row:
+def _row(rec: measurements.Record) -> Row:
     """One measurement, normalised (seconds, tokens/s)."""
-    if "mean_tpot_ms" in raw or "median_tpot_ms" in raw:          # vllm bench serve --save-result
-        tpot = raw.get("median_tpot_ms", raw.get("mean_tpot_ms"))
-        ttft = raw.get("median_ttft_ms", raw.get("mean_ttft_ms"))
+    raw: Mapping[str, Any] = rec.fields
+    file, line = rec.file, rec.line
+    if rec.vllm:                                                 # vllm bench serve --save-result
         raw = {"workload": raw.get("workload"), "variant": raw.get("variant"), "hardware": raw.get("hardware"),
-               "tpot": f"{tpot} ms" if tpot is not None else None, "ttft": f"{ttft} ms" if ttft is not None else None,
+               "tpot": measurements.vllm_time(raw, "tpot"), "ttft": measurements.vllm_time(raw, "ttft"),
                "throughput": raw.get("output_throughput"), "quality": raw.get("quality")}
     unknown = [k for k in raw if k not in FIELDS]
     if unknown:
@@ -101,30 +97,8 @@ def replace_path(p: Problem, field: str) -> Problem:
 
 
 def read(path: Path | str) -> list[Row]:
-    """Every measurement in a file or a folder of files."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted([*path.glob("*.json"), *path.glob("*.csv")])
-        if len(files) > LIMITS.measured_files:
-            raise UserError([Problem(str(path), path="", message=(
-                f"{len(files):,} measurement files; a folder may hold at most {LIMITS.measured_files:,} "
-                f"(limit measured_files)"))])
-        if not files:
-            raise UserError([Problem(str(path), path="", message="no .json or .csv measurement files in this folder")])
-        return [row for f in files for row in read(f)]
-    text = read_text(path)
-    if path.suffix == ".csv":
-        try:
-            records = list(csv.DictReader(io.StringIO(text)))
-        except csv.Error as exc:
-            raise UserError([Problem(str(path), path="", message=f"CSV: {exc}")]) from None
-        return [_row({k: v for k, v in r.items() if k is not None and v not in (None, "")}, str(path), n + 2)
-                for n, r in enumerate(records)]
-    data = load_json(text, str(path))
-    items = data if isinstance(data, list) else [data]
-    if not all(isinstance(x, dict) for x in items):
-        raise UserError([Problem(str(path), path="$", message="expected an object or a list of objects")])
-    return [_row(x, str(path), 1) for x in items]
+    """Every measurement in a file or a folder of files (inputs/measurements.py reads them)."""
+    return [_row(rec) for rec in measurements.read(path)]
 
 
 def apply(result: Evaluation, path: Path | str) -> Evaluation:

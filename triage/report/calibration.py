@@ -9,6 +9,7 @@ import yaml
 from ..analysis.calibrate import (
     FIT_NOTES,
     LINEAR,
+    PARAMETERS,
     POINT_COLUMNS,
     REQUEST_MAX,
     Calibration,
@@ -31,6 +32,14 @@ def _values(p: dict[str, float]) -> dict[str, Any]:
             **{k[:-2]: _ms(p.get(k, 0.0)) for k in LINEAR}}
 
 
+def _kept(h: HardwareFit) -> str:
+    """The parameters of a chip the rows did not fit, each with the default the profile keeps, under the
+    profile's own keys ('compute 0.5, request_overhead 2.56 ms'); empty where every one was fitted."""
+    default = _values(h.default)
+    return ", ".join(f"{key} {default[key]}" for key in (k if k in ("bandwidth", "compute") else k[:-2]
+                                                          for k in PARAMETERS if k not in h.identified))
+
+
 def workload_file(report: Calibration, engine: str = "calibrated") -> str:
     """An engine profile (the fitted values per chip) and one workload per measured configuration that uses
     it: a workload file, and a profile any other workload file can name by this file's path."""
@@ -42,7 +51,7 @@ def workload_file(report: Calibration, engine: str = "calibrated") -> str:
         if h.uncertainty:
             u = h.uncertainty
             hardware[h.hardware]["uncertainty"] = {
-                **{k: round(u[k], 4) for k in ("bandwidth", "compute")},
+                **{k: round(u[k], 4) for k in ("bandwidth", "compute") if k in u},
                 **{k[:-2]: _ms(u[k]) for k in LINEAR if k in u}}
         for n, p in enumerate(h.points):
             if int(p.get("pipeline") or 1) > 1:           # a workload prices tensor parallelism, not a layer split
@@ -62,8 +71,10 @@ def workload_file(report: Calibration, engine: str = "calibrated") -> str:
                 entry["output_tokens"] = int(p.get("output_tokens"))
             entries.append(entry)
     d = defaults()
+    kept = "; ".join(f"{escape(h.hardware)}: {_kept(h)}" for h in report.hardware if _kept(h))
     profile = {"description": f"fitted by `triage calibrate {report.source}`",
-               "source": f"{sum(h.rows for h in report.hardware)} measured rows of {report.source}",
+               "source": f"{sum(h.rows for h in report.hardware)} measured rows of {report.source}"
+                         + (f"; not fitted (the rows do not identify them), the default kept: {kept}" if kept else ""),
                "default": _values(d),
                "hardware": hardware}
     source = escape(report.source)          # a file name's line breaks escaped: a comment stays one line
@@ -73,7 +84,8 @@ def workload_file(report: Calibration, engine: str = "calibrated") -> str:
               f"# (a row's weight grouping and scale bits are the calibration's; a workload prices int4/int8 weights\n"
               f"# at 0.5/1 B each: int4 in groups of 32 with fp16 scales reads 0.5625 B, about a tenth more)\n"
               + (f"# {split} layer-split (pipeline) row(s) are in the fit but not written as workloads: a workload\n"
-                 f"# prices tensor parallelism only\n" if split else ""))
+                 f"# prices tensor parallelism only\n" if split else "")
+              + (f"# not fitted (the rows do not identify them), the default kept: {kept}\n" if kept else ""))
     return header + yaml.safe_dump({"engines": {engine: profile},
                                     "defaults": {"precision": {"weights": "bf16", "kv": "bf16",
                                                                "activations": "bf16", "compute": "bf16"}},
@@ -124,6 +136,7 @@ def _fit_json(h: HardwareFit) -> dict[str, Any]:
     return {"hardware": h.hardware, "rows": h.rows, "default": h.default,
             "warnings": [note_words(n) for n in h.warnings], "fitted": h.fitted, "parameters": h.parameters,
             "free": list(h.free), "uncertainty": h.uncertainty, "compute_identified": h.compute_identified,
+            "parameters_fitted": {k: k in h.identified for k in PARAMETERS},
             "error_before": h.error_before, "error_after": h.error_after,
             "error_leave_one_out": h.error_leave_one_out,
             "points": [{**dict(zip(POINT_COLUMNS, p.columns, strict=True)), "measured_s": p.measured_s,
@@ -133,34 +146,36 @@ def _fit_json(h: HardwareFit) -> dict[str, Any]:
 def as_json(report: Calibration) -> dict[str, Any]:
     """The calibration report as `triage calibrate --format json` prints it (its keys a contract): each note of a
     fit in words."""
-    return {"source": report.source, "hardware": [_fit_json(h) for h in report.hardware]}
+    return {"source": report.source, "hardware": [_fit_json(h) for h in report.hardware],
+            "left_out": list(report.left_out)}
 
 
-
-
-def _cost(h: HardwareFit, k: str, per: str) -> str:
-    """One fitted fixed cost with its standard error, or the default it kept."""
-    f, u = h.parameters, h.uncertainty or {}
-    shown = f"{k[:-2].replace('_', ' ')} **{units.fmt_time(f[k])}**" + (
-        f" ± {units.fmt_time(u[k])}" if k in u else "") + f" {per}"
-    return shown if k in h.free else shown + f" (not fitted: {units.fmt_time(f[k])}, the default)"
+def _value(h: HardwareFit, k: str, per: str = "") -> str:
+    """One parameter as the report shows it: its fitted value with its standard error, or the default it kept."""
+    name = f"{k} efficiency" if k in ("bandwidth", "compute") else k[:-2].replace("_", " ")
+    shown = (lambda v: f"{v:.2f}") if k in ("bandwidth", "compute") else units.fmt_time
+    per = f" {per}" if per else ""
+    if k not in h.identified:
+        return f"{name} not fitted (default {shown(h.default[k])}{per})"
+    u = h.uncertainty or {}
+    return f"{name} **{shown(h.parameters[k])}**" + (f" ± {shown(u[k])}" if k in u else "") + per
 
 
 def render_markdown(report: Calibration) -> str:
     """The calibration report: fitted values and the error before and after, per point."""
     lines = ["<!-- triage calibration report -->", f"# Calibration: `{escape(report.source)}`", ""]
+    if report.left_out:
+        lines += [f"Left out: {len(report.left_out):,} vLLM result(s) of another build than the baseline "
+                  f"(--metadata variant other than baseline: they time the method, not the stack a profile "
+                  f"describes): {', '.join(escape(f) for f in report.left_out)}.", ""]
     for h in report.hardware:
-        f, u = h.parameters, h.uncertainty or {}
-        pm = {name: f" ± {u[name]:.2f}" if name in u else "" for name in ("bandwidth", "compute")}
-
-        verb = "Fitted" if h.fitted else "Not fitted, the defaults"
+        verb = "Fitted" if h.fitted else "Defaults kept"
         loo = h.error_leave_one_out
         d = defaults()
 
-        costs = "; ".join(_cost(h, k, per) for k, per in zip(LINEAR, fixed_costs.PER.values(), strict=True))
+        costs = "; ".join(_value(h, k, per) for k, per in zip(LINEAR, fixed_costs.PER.values(), strict=True))
         lines += [f"## {h.hardware} ({h.rows} measurements)", "",
-                  f"{verb}: bandwidth efficiency **{f['bandwidth']:.2f}**{pm['bandwidth']}, compute efficiency "
-                  f"**{f['compute']:.2f}**{pm['compute']}; "
+                  f"{verb}: {_value(h, 'bandwidth')}, {_value(h, 'compute')}; "
                   + costs
                   + f" (default efficiencies {d['bandwidth']:.2f}, {d['compute']:.2f}; ± is the jackknife standard "
                   f"error). Mean absolute prediction error: "
