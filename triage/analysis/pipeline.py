@@ -15,6 +15,7 @@ from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.files import new_evaluation
 from ..model import evidence, incumbent, matrix, verdicts
+from ..progress import SILENT, Progress
 from . import cannot_act, decision, papercheck, serving, where_it_pays
 from .evaluation import Evaluation
 from .notices import Notice
@@ -155,7 +156,8 @@ def _check_physical(g: evidence.Gaps) -> None:
 
 def evaluate(card: Card | list[Card], source: Source = None, model: str | None = None,
              analyse: bool = True, baseline: str = "current", catalog_file: str | Path | None = None, *,
-             resolved: catalog.Catalog | None = None, work: serving.Budget | None = None) -> Evaluation:
+             resolved: catalog.Catalog | None = None, work: serving.Budget | None = None,
+             progress: Progress = SILENT) -> Evaluation:
     """Evaluate a claim card (or a list of cards, stacked) over a workload matrix (default: the shipped one).
 
     ``card`` and ``source`` are paths or already-parsed dicts; ``model`` (a catalog name or a config.json
@@ -165,8 +167,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     user catalog (default: the file $TRIAGE_CATALOG names, if set). Bad input raises
     triage.UserError listing every problem. A sweep's chunks pass the catalog it resolved (``resolved``: the
     workload file's own models included) and the run's serving budget (``work``), shared by every chunk.
+    ``progress`` is told each stage as it begins (loading, pricing, simulating, analysing) and the serving
+    simulations' token-steps as they are spent.
     """
     new_evaluation()
+    progress.stage("loading")
     # names resolve in one catalog: shipped, the user's (--catalog, $TRIAGE_CATALOG), the workload file's own
     cat = resolved if resolved is not None else catalog.resolve(catalog_file)
     opened: workloads.Opened | matrix.Matrix = source if isinstance(source, matrix.Matrix) else \
@@ -185,10 +190,11 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     models = resolved.models
     held(len(m), 1 + len(claim.stacked), stacked=True)
     _check_applies(claim, m)
+    progress.stage("pricing", len(m))
     g = evidence.compute(m, claim, models)                            # price
     _check_physical(g)
-    work = work or serving.run_budget()                             # simulated token-steps, run-wide
-    served, g = serving.price(m, claim, g, work=work)               # a workload's traffic: the queue
+    work = work or serving.run_budget(progress)                     # simulated token-steps, run-wide
+    served, g = serving.price(m, claim, g, work=work, progress=progress)   # a workload's traffic: the queue
     shipped = incumbent.price(m, claim, g, models)                  # what engines already ship in its place
     inc_s = shipped.request_s if shipped is not None else None
     v = verdicts.decide(m, claim, g, incumbent_request_s=inc_s)     # judge
@@ -235,6 +241,8 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
                             key=", ".join(missed)))
     if "scheduler" in claim.change and not served:
         found.append(Notice("scheduler-unpriced"))
+    if analyse:
+        progress.stage("analysing")
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
                       where_it_pays.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,

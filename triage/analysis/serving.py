@@ -22,6 +22,7 @@ from ..model import evidence
 from ..model.evidence import Gaps
 from ..model.iteration import IterationCost, iteration_cost
 from ..model.matrix import Matrix
+from ..progress import SILENT, Progress
 from ..serving.budget import ITERATION_STEPS, SIMULATION_STEPS, Budget
 from ..serving.deployment import Served, Side, serve, staged
 from ..serving.requests import requests
@@ -111,13 +112,15 @@ def _check_split(block: Settings, t: Traffic, side: Side) -> None:
                                     f"or fewer engines")])
 
 
-def run_budget() -> Budget:
-    """The token-steps one run may simulate (limit serving_work), to share between its simulations."""
-    return Budget(LIMITS.serving_work)
+def run_budget(progress: Progress = SILENT) -> Budget:
+    """The token-steps one run may simulate (limit serving_work), to share between its simulations; each
+    simulation's spending told to ``progress``."""
+    return Budget(LIMITS.serving_work, progress=progress)
 
 
-def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
-    """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``."""
+def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress) -> Results:
+    """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``; the
+    stage told to ``progress`` once the work is checked."""
     change = traffic_mod.parse_change(claim)
     sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
     for (b, mi, hi), i in _pairs(m).items():
@@ -151,6 +154,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
                     f"tokens); more GPUs (tp) or a smaller model"))])
         sides[(b, mi, hi)] = (base, new)
     _check_work(m, sides)
+    progress.stage("simulating", len(sides))
     results: Results = {}
     for (b, mi, hi), (base, new) in sides.items():
         block = m.blocks[b]
@@ -163,16 +167,17 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget) -> Results:
     return results
 
 
-def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None
-          ) -> tuple[Results, Gaps]:
+def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None,
+          progress: Progress = SILENT) -> tuple[Results, Gaps]:
     """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
     `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
     GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
     inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating.
-    ``work``: the run's budget (shared with its sensitivity variants)."""
+    ``work``: the run's budget (shared with its sensitivity variants); ``progress``: told when simulating
+    begins (a variant's simulation, inside the analysis stage, is not a stage of its own)."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g, work or run_budget())
+    results = known if known is not None else _simulate(m, claim, g, work or run_budget(), progress)
     gain = np.full(len(m), np.nan)
     basis = np.array(np.broadcast_to(g.e2e_metric, (len(m),)))
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)

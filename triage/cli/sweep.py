@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -10,7 +11,20 @@ from ..defaults import SWEEP_BYTES_PER_CELL
 from ..io.files import room
 from ..report import frame
 from ..report.result import sweep
+from . import progress
 from .common import FILE, deliver, force_option, guard, matrix_options, matrix_source
+
+
+def _counted(chunks: Iterable[frame.Columns], cells: int, bar: progress.Bar) -> Iterator[frame.Columns]:
+    """The chunks, each one's cells counted on the bar as it is priced; the bar erased after the last, before
+    the file is renamed into place and 'wrote' printed."""
+    done = 0
+    for columns in chunks:
+        done += len(next(iter(columns.values())))
+        bar.advance(done, cells, "cells")
+        yield columns
+        del columns                   # not held while the next chunk is priced: memory is one chunk's
+    bar.erase()
 
 
 @click.command(name="sweep")
@@ -41,7 +55,11 @@ def command(card: Path, workloads: Path | None, model: str | None,
     """
     fmt = fmt or ("parquet" if output.suffix == ".parquet" else "csv")
     source, model = matrix_source(workloads, model, axes)
-    cells, chunks = sweep(card, source, model, catalog_file=catalog_file)
-    if str(output) != "-":
-        room(output, cells * SWEEP_BYTES_PER_CELL[fmt], f"{cells:,} cells of {fmt}")
-    deliver(frame.writer(chunks, fmt), output, (card, workloads), force, f" ({cells:,} cells, {fmt})")
+    with progress.shown(stdout_busy=str(output) == "-") as bar:
+        bar.stage("loading")
+        cells, chunks = sweep(card, source, model, catalog_file=catalog_file)
+        if str(output) != "-":
+            room(output, cells * SWEEP_BYTES_PER_CELL[fmt], f"{cells:,} cells of {fmt}")
+        bar.stage("sweeping", cells)
+        deliver(frame.writer(_counted(chunks, cells, bar), fmt), output, (card, workloads), force,
+                f" ({cells:,} cells, {fmt})")

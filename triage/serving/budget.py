@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..defaults import PROGRESS_REPORTS
+from ..progress import SILENT, Progress
 
 # The simulation's cost in token-steps, measured on a 2-core machine: one decode step priced inside a vectorized
 # run of steps is one (about 80 ns); every Python iteration of the event loop (a prefill, a chunked iteration, the
@@ -24,6 +27,12 @@ class Budget:
 
     limit: float = math.inf
     spent: float = 0.0
+    progress: Progress = SILENT       # told the token-steps spent of the limit, PROGRESS_REPORTS times over it
+    _report_at: float = field(default=math.inf, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.progress is not SILENT and math.isfinite(self.limit):
+            self._report_at = self.spent + self.limit / PROGRESS_REPORTS
 
     def charge(self, steps: float) -> None:
         # one run's simulations are serial (a matrix with traffic prices its sensitivity variants one at a time,
@@ -32,3 +41,6 @@ class Budget:
         if self.spent > self.limit:
             raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
                              f"requests, rates or output tokens, or a scheduler that preempts less")
+        if self.spent >= self._report_at:      # one comparison a charge; a report every limit / PROGRESS_REPORTS
+            self._report_at = self.spent + self.limit / PROGRESS_REPORTS
+            self.progress.advance(self.spent, self.limit, "token-steps")
