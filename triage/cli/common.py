@@ -50,6 +50,11 @@ def error(message: str) -> None:
     click.echo(click.style("error:", fg="red", bold=True) + f" {message}", err=True, color=_color())
 
 
+def warning(message: str) -> None:
+    """A warning on stderr: printed even under --quiet, and the exit status is unchanged."""
+    click.echo(click.style("warning:", fg="yellow", bold=True) + f" {escape(message)}", err=True, color=_color())
+
+
 def info(message: str) -> None:
     """A progress line on stderr, unless --quiet."""
     if not click.get_current_context().find_root().params.get("quiet"):
@@ -199,8 +204,10 @@ _AXIS_HELP = {
     "hardware": ("NAME[,NAME…]", "Build the matrix from flags, no workload file: the chips (catalog names or "
                                  "--catalog entries; default: the shipped matrix's)."),
     "context": ("TOKENS[,…]", "The contexts of a matrix from flags, in tokens (required with the other axis "
-                              "flags); several values and several flags make a grid."),
-    "batch": ("N[,N…]", "The batch sizes of a matrix from flags (default 1)."),
+                              "flags): 4096, 32k or 128k as the memo prints them (k = 1,024), or a doubling "
+                              "range 4k..128k; several values and several flags make a grid."),
+    "batch": ("N[,N…]", "The batch sizes of a matrix from flags (default 1), or a doubling range: 1..64 is 1, "
+                        "2, 4, …, 64."),
     "phase": ("decode|prefill[,…]", "The phases of a matrix from flags (default decode)."),
     "engine": ("NAME|FILE.yaml", "The engine profile of a matrix from flags (triage catalog engines)."),
 }

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 import click
 
 from ..io.files import Content
+from . import progress
 from .common import (
     FILE,
     check_output,
@@ -74,7 +75,7 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     """
     # the pipeline and the renderers load here, when a card is run, not for --help or a usage error
     with collector_off():
-        from ..report.memo import RENDERERS, figure_data, render_markdown
+        from ..report.memo import RENDERERS, figure_data, render_brief, render_markdown
         from ..report.result import evaluate, with_measurements
 
     output = output_path(output)
@@ -86,27 +87,38 @@ def command(cards: tuple[Path, ...], stack: bool, workloads: Path | None, model:
     card: Any = list(cards) if len(cards) > 1 else cards[0]
     source, model = matrix_source(workloads, model, axes)
     fmt = "brief" if brief else output_format(fmt, output)
-    start = time.perf_counter()
-    result = evaluate(card, source, model, baseline=baseline, catalog_file=catalog_file)
-    if measured is not None:
-        result = with_measurements(result, measured)
-    evaluated = time.perf_counter()
-    # render everything first, then write: a failure leaves no output behind
-    figure_files: list[tuple[Path, Content]] = []
-    if fmt == "md" and output is not None and figures != "none":
-        from ..report.figures import to_png
+    with progress.shown() as bar:
+        start = time.perf_counter()
+        result = evaluate(card, source, model, baseline=baseline, catalog_file=catalog_file, progress=bar)
+        if measured is not None:
+            result = with_measurements(result, measured)
+        evaluated = time.perf_counter()
+        # the flags that shape the document, repeated in its regenerate line after the evaluation's own
+        shape = (*(("-o", str(output)) if output is not None else ()),
+                 *(("-f", fmt) if fmt in ("md", "json") and output is not None and output.suffix != f".{fmt}"
+                   else ()),
+                 *(("--figures", figures) if figures != "svg" and fmt == "md" and output is not None else ()))
+        # render everything first, then write: a failure leaves no output behind
+        bar.stage("rendering")
+        figure_files: list[tuple[Path, Content]] = []
+        if fmt == "md" and output is not None and figures != "none":
+            from ..report.figures import to_png
 
-        figure_files = [(output.with_name(f"{output.stem}.{name}.{figures}"),
-                         svg if figures == "svg" else _binary(to_png(svg)))
-                        for name, svg in figure_data(result).items()]
-        text: Content = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name}
-                                                 for p, _ in figure_files])
-    elif fmt == "md":
-        text = render_markdown(result, "--figures none" if figures == "none" else "")
-    else:                                           # the brief, or the JSON: a writer, a window of cells at a time
-        text = RENDERERS[fmt](result)
-    verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
-            f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in {(time.perf_counter() - evaluated) * 1e3:.0f} ms")
-    deliver(text, output, (*cards, workloads, measured), force,
-            f" ({len(result)} cells, decision {result.evaluation.decision.verdict})",
-            beside=[(path, svg) for path, svg in figure_files])
+            figure_files = [(output.with_name(f"{output.stem}.{name}.{figures}"),
+                             svg if figures == "svg" else _binary(to_png(svg)))
+                            for name, svg in figure_data(result).items()]
+            text: Content = render_markdown(result, [{"title": p.stem.split(".")[-1], "path": p.name}
+                                                     for p, _ in figure_files], shape)
+        elif fmt == "md":
+            text = render_markdown(result, "--figures none" if figures == "none" else "", shape)
+        elif fmt == "brief":
+            text = render_brief(result, shape)
+        else:                                           # the JSON: a writer, a window of cells at a time
+            text = RENDERERS[fmt](result)
+        verbose(f"card {card}; workloads {result.matrix.source}; {len(result)} cells; evaluated in "
+                f"{(evaluated - start) * 1e3:.0f} ms, rendered {fmt} in "
+                f"{(time.perf_counter() - evaluated) * 1e3:.0f} ms")
+        bar.stage("writing")
+        deliver(text, output, (*cards, workloads, measured), force,
+                f" ({len(result)} cells, decision {result.evaluation.decision.verdict})",
+                beside=[(path, svg) for path, svg in figure_files])

@@ -10,6 +10,7 @@ the same requests), beside the reproduction cost and the gain per 1000 GPU-hours
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from ..analysis.evaluation import Evaluation
 from ..model.verdicts import CONDITIONAL, LABELS, NO_GO
 from . import notices
-from .result import Result, rerun_arguments
+from .reasons import decision_reasons
+from .result import Result
 from .templates import Trusted, render
 
 
@@ -58,12 +60,19 @@ def comparison(results: list[Result]) -> dict[str, Any]:
         overall.append({"claim": ev.claim.id, "title": ev.claim.title, "decision": d.verdict,
                         "weighted_speedup": gain, "theoretical": d.weighted_theoretical, "gpu_hours": hours,
                         "gain_per_1000_gpu_hours": (gain - 1.0) / hours * 1000 if hours else None,
-                        "traffic_won": float(m.share[best == k].sum()), "warnings": notices.as_json(ev.warnings)})
+                        "traffic_won": float(m.share[best == k].sum()), "warnings": notices.as_json(ev.warnings),
+                        "reasons": decision_reasons(ev.decision, ev.claim)})
     overall.sort(key=lambda row: (LABELS.index(row["decision"]), -row["weighted_speedup"]))
     first = overall[0]
     adoptable = first["decision"] != LABELS[NO_GO] and first["weighted_speedup"] > 1.0
+    # the arguments every card shares (the matrix, --model, --catalog): the first card's after its own file
+    named = [r.arguments for r in results if r.arguments is not None]
+    shared = named[0][1:] if len(named) == len(results) else None
     return {"claims": ids, "files": [ev.claim.file for ev in evs], "workloads": m.source,
-            "rerun": rerun_arguments(m.source).strip(), "cells": cells, "overall": overall,
+            "rerun": "" if shared is None else shlex.join(shared),
+            "command": None if shared is None else shlex.join(("triage", "compare", *(a[0] for a in named),
+                                                                *shared)),
+            "cells": cells, "overall": overall,
             "recommendation": {"first": first["claim"] if adoptable else None, "reason": _reason(overall)}}
 
 
@@ -78,8 +87,8 @@ def _reason(overall: list[dict[str, Any]]) -> str:
     text = (f"{best['claim']} is {best['decision']} with a fleet gain of {best['weighted_speedup']:.3f}x and is "
             f"the best adoptable claim on {best['traffic_won'] * 100:.0f} % of the requests")
     if better:
-        text += "; " + ", ".join(f"{o['claim']} gains more ({o['weighted_speedup']:.3f}x) but is {o['decision']}"
-                                 for o in better)
+        text += "; " + "; ".join(f"{o['claim']} gains more ({o['weighted_speedup']:.3f}x) but is {o['decision']}"
+                                 + (f" ({o['reasons'][0]})" if o["reasons"] else "") for o in better)
     if len(overall) > 1:
         nxt = overall[1]
         if nxt not in better:

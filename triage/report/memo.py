@@ -14,7 +14,7 @@ from ..io.files import Content
 from ..model.verdicts import DOES_NOT_FIT, GO, LABELS
 from . import serving as serving_view
 from .describe import describe
-from .result import Result, evidence_rows, rerun_arguments
+from .result import Result, command, evidence_rows
 from .templates import Trusted, render
 from .where_it_pays import INPUT_WORDS, sensitivity_value
 
@@ -203,8 +203,9 @@ def _figures_text(figures: list[dict[str, Any]]) -> str:
     return "; ".join(out) + f" ({len(figures)} figure{'s' if len(figures) > 1 else ''})"
 
 
-def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[str, Any]:
-    """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views."""
+def context(result: Result, figures: list[dict[str, str]] | str = "", output: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The memo's typed context: the JSON document (cells cut to the memo's limit) plus display-ready views;
+    ``output`` the command's own flags after the evaluation's (-o FILE, --figures, --brief), for the header."""
     d = result.document(LIMITS.memo_cells)
     cells = [_cell_view(c) for c in d["cells"]]
     quality = d["claim"]["quality"]
@@ -240,7 +241,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "") -> dict[st
         "figure_points": LIMITS.figure_points,
         "serving": serving_view.views(result.evaluation),
         "marker": Trusted(MARKER),
-        "rerun": rerun_arguments(result.matrix.source),
+        "rerun": command(result, *output),
     }
 
 
@@ -265,15 +266,17 @@ def _questions(d: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def render_brief(result: Result) -> str:
-    """The one-page reading-group brief."""
-    ctx = {**context(result, "none in a brief"), "marker": Trusted(BRIEF_MARKER)}
+def render_brief(result: Result, output: tuple[str, ...] = ()) -> str:
+    """The one-page reading-group brief; ``output`` as for render_markdown."""
+    ctx = {**context(result, "none in a brief", (*output, "--brief")), "marker": Trusted(BRIEF_MARKER)}
     return render("brief.md.j2", questions=_questions(ctx["d"]), **ctx)
 
 
-def render_markdown(result: Result, figures: list[dict[str, str]] | str = "") -> str:
-    """The decision memo; ``figures`` are [{title, path}] written beside it, or why there are none."""
-    return render("memo.md.j2", **context(result, figures or "figures are written only beside a memo file (-o)"))
+def render_markdown(result: Result, figures: list[dict[str, str]] | str = "", output: tuple[str, ...] = ()) -> str:
+    """The decision memo; ``figures`` are [{title, path}] written beside it, or why there are none; ``output`` the
+    command's flags that shape the document (-o FILE, --figures none), repeated in its regenerate line."""
+    return render("memo.md.j2", **context(result, figures or "figures are written only beside a memo file (-o)",
+                                          output))
 
 
 _CELLS_KEY = '\n  "cells": [],\n'     # where the document without cells holds them, at the top level

@@ -15,9 +15,11 @@ from ..analysis.where_it_pays import Analysis
 from ..inputs import oneoff, units
 from ..inputs.catalog import Engine
 from ..inputs.claim import Claim
-from ..inputs.workloads import Settings, Workloads
+from ..inputs.workloads import Settings
+from ..io.yamlio import Document
 from ..model.evidence import Gaps
 from ..model.matrix import Matrix
+from ..progress import SILENT, Progress
 from ..records import record
 from . import cells as cells_mod
 from . import fixed_costs, notices, papercheck, plan
@@ -54,6 +56,9 @@ class Result:
     """One evaluation and the documents made from it: ``to_dict`` (the JSON), ``to_frame`` (one row per cell)."""
 
     evaluation: Evaluation
+    # the arguments of `triage run` that price this evaluation again (rerun_arguments), None where an input was a
+    # Python object no command can name
+    arguments: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.evaluation)
@@ -142,7 +147,8 @@ class Result:
         """Crossover, throughput at the SLO, sensitivity and the verification plan, as JSON."""
         if self.evaluation.analysis is None:
             return {}
-        return {**analysis_dict(self.evaluation.analysis), "verification_plan": plan.plan(self.evaluation)}
+        return {**analysis_dict(self.evaluation.analysis),
+                "verification_plan": plan.plan(self.evaluation, self.arguments)}
 
     def to_dict(self, with_analysis: bool = True) -> dict[str, Any]:
         """Exactly the JSON `triage run --format json` prints (``with_analysis=False`` leaves out the
@@ -151,9 +157,11 @@ class Result:
 
 
 def evaluate(card: Any, workloads: Any = None, model: str | None = None, analyse: bool = True,
-             baseline: str = "current", catalog_file: Path | str | None = None) -> Result:
-    """Evaluate a claim card over a workload matrix: see triage.evaluate."""
-    return Result(pipeline.evaluate(card, workloads, model, analyse, baseline, catalog_file))
+             baseline: str = "current", catalog_file: Path | str | None = None,
+             progress: Progress = SILENT) -> Result:
+    """Evaluate a claim card over a workload matrix: see triage.evaluate (``progress`` hears its stages)."""
+    return Result(pipeline.evaluate(card, workloads, model, analyse, baseline, catalog_file, progress=progress),
+                  rerun_arguments(card, workloads, model, baseline, catalog_file))
 
 
 def sweep(card: Any, workloads: Any = None, model: str | None = None, baseline: str = "current",
@@ -168,7 +176,8 @@ def with_measurements(result: Result, path: Path | str) -> Result:
     """The result with measured times in its end-to-end layer (analysis.measured.apply)."""
     from ..analysis import measured  # loads for --measured only
 
-    return Result(measured.apply(result.evaluation, path))
+    return Result(measured.apply(result.evaluation, path),
+                  None if result.arguments is None else (*result.arguments, "--measured", str(path)))
 
 
 def _attention_text(mod: Any) -> str:
@@ -299,10 +308,34 @@ def card_assumptions(card: dict[str, Any]) -> list[dict[str, str]]:
             for row in evidence_rows(card) if row.get("assumption")]
 
 
-def rerun_arguments(source: str) -> str:
-    """What `triage run CARD` needs after the card to price the same matrix again: the flags it was built from,
-    -w and the workload file, or nothing (the shipped default; a Python dict cannot be named)."""
-    flags = oneoff.flags_of(source)
+def rerun_arguments(card: Any, workloads: Any = None, model: str | None = None, baseline: str = "current",
+                    catalog_file: Path | str | None = None) -> tuple[str, ...] | None:
+    """The arguments after `triage run` that price the same evaluation again: the cards (--stack for several),
+    the matrix (-w FILE, or the flags it was built from), --model, --catalog and --baseline as given; None where
+    a card or the matrix is a Python object (a dict) that no command line can name."""
+    cards = card if isinstance(card, list) else [card]
+    if not all(isinstance(c, (str, Path)) for c in cards):
+        return None
+    args = [str(c) for c in cards] + (["--stack"] if len(cards) > 1 else [])
+    flags = oneoff.flags_of(workloads.file) if isinstance(workloads, Document) else None
     if flags is not None:
-        return " " + flags
-    return "" if source == Workloads.source or source.startswith("<") else f" -w {shlex.quote(source)}"
+        args += shlex.split(flags)                  # the flags' matrix names its own --model
+    elif isinstance(workloads, (str, Path)):
+        args += ["-w", str(workloads)]
+    elif workloads is not None:
+        return None
+    if model is not None:
+        args += ["--model", model]
+    if catalog_file is not None:
+        args += ["--catalog", str(catalog_file)]
+    if baseline != "current":
+        args += ["--baseline", baseline]
+    return tuple(args)
+
+
+def command(result: Result, *extra: str, program: str = "run") -> str | None:
+    """The shell command that regenerates a document of ``result`` (each word quoted), ``extra`` the output's own
+    flags (-o FILE, --brief, --figures none); None where the evaluation's inputs were Python objects."""
+    if result.arguments is None:
+        return None
+    return shlex.join(("triage", program, *result.arguments, *extra))

@@ -6,6 +6,7 @@ bytecode cache is a pickle of code, and a cache folder can be a checkout's (issu
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -27,6 +28,16 @@ def markdown_text(value: Any) -> Any:
 
 class Trusted(str):
     """Markup triage itself writes (the marker comment): printed as it is."""
+
+
+def code_span(value: str) -> Trusted:
+    """A command as an inline code span a reader copies verbatim: nothing escaped inside it (CommonMark shows a code
+    span's text literally), fenced by more backticks than its longest run of them, control characters as \\xNN,
+    and '-->' (which would end the HTML comment a memo's first line is) as '--\\>'."""
+    text = escape(value).replace("-->", "--\\>")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Trusted(f"{fence}{pad}{text}{pad}{fence}")
 
 
 def setting_text(setting: dict[str, Any]) -> str:
@@ -71,6 +82,7 @@ def environment() -> Any:
         f"{x:.2g} GPU-hours",           # under one, its sign and two digits: a -0.08 saving is not '0' or '-0'
         "count": lambda n, noun: f"{n:g} {noun}" + ("" if n == 1 else "s"),
         "setting": setting_text,
+        "code": code_span,
     })
     return env
 
