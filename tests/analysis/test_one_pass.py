@@ -56,10 +56,11 @@ def test_inputs_are_read_once_and_before_any_pricing(monkeypatch):
     # the user's workload file: read once, checked against the schema once, resolved once
     assert sum(1 for name, what in loads if name == "load_file" and what.endswith("mix-chat.yaml")) == 1
     assert sum(1 for name, what in loads if name == "validate" and what.endswith("mix-chat.yaml")) == 1
-    # in order: the workload file (the names a card may use), the card, then the paper's setting the card states
+    # in order: the workload file (the names a card may use), the card, then the paper's setting the card states,
+    # twice: as a bound, and as the memo prices a workload (the prediction set beside the paper's measurement)
     order = [name for name, what in loads if name in ("cards.load", "workloads.paper_setting")
              or name == "workloads.definitions" and what.endswith("mix-chat.yaml")]
-    assert order == ["workloads.definitions", "cards.load", "workloads.paper_setting"]
+    assert order == ["workloads.definitions", "cards.load", "workloads.paper_setting", "workloads.paper_setting"]
 
 
 @pytest.mark.slow

@@ -408,14 +408,24 @@ def test_serving_ticks_sit_at_the_simulated_rates(tmp_path):
     w.write_text((ROOT / "examples" / "serving-conv.yaml").read_text()
                  .replace("../triage/data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv", str(trace))
                  .replace("requests: 2000", "requests: 300"))
-    svg = figure_data(triage.evaluate(ROOT / "claims" / "int8-weights-kv.yaml", w))["serving"]
+    result = triage.evaluate(ROOT / "claims" / "int8-weights-kv.yaml", w)
+    svg = figure_data(result)["serving"]
     assert "offered load (requests/s)" in svg
+    (cell,) = [c for c in result.to_dict()["cells"] if "serving" in c]
+    rates = [r["rate_rps"] for r in cell["serving"]["baseline"]["rates"]]
+    # examples/serving-conv.yaml's rates [1, 2, 4, 6] and the ones the verdict reads (issue 47)
+    assert {1.0, 2.0, 4.0, 6.0} <= set(rates)
     ticks = [(float(x), float(t)) for x, y, anchor, _, _, t in TEXT.findall(svg)
              if anchor == "middle" and 400 < float(y) < 430]
-    assert [v for _, v in ticks] == [1, 2, 4, 6]                  # examples/serving-conv.yaml: rates [1, 2, 4, 6]
+    assert ticks[0][1] == 1 and ticks[-1][1] == 6                 # the ends labelled; a label that would touch
+    assert {v for _, v in ticks} <= {float(f"{r:.3g}") for r in rates}    # its neighbour is dropped, no other
     (x1, v1), (x2, v2) = ticks[0], ticks[-1]
-    for x, v in ticks:                                            # a linear axis: each at its value
-        assert abs(x - (x1 + (v - v1) * (x2 - x1) / (v2 - v1))) < 0.6
+
+    def at(v: float) -> float:                                    # rates 6x apart: a log axis, each at its value
+        return x1 + (math.log(v) - math.log(v1)) * (x2 - x1) / (math.log(v2) - math.log(v1))
+    for x, v in ticks:
+        assert abs(x - at(v)) < 0.6
     dots = re.findall(r'<circle cx="([\d.]+)" cy="[\d.]+" r="3" fill="#', plot_only(svg))
     points = {round(float(x), 1) for x in dots}
-    assert points == {round(x, 1) for x, _ in ticks}              # every simulated point sits on a tick
+    assert all(any(abs(x - at(r)) < 0.6 for r in rates) for x in points)    # every point at a simulated rate
+    assert len(points) == len(set(rates))                         # and every simulated rate has its point

@@ -24,7 +24,8 @@ SHARES = re.compile(r"(DOES-NOT-FIT|CONDITIONAL|NO-GO|GO) on (\d+\.\d) %")
 FLEET = re.compile(r"Fleet gain \*\*(\d+\.\d{3})×\*\*")
 ROW = re.compile(r"^\| (?P<workload>[^|]+) \| (?P<model>[^|]+) \| (?P<hardware>[^|]+) \| (?P<phase>decode|prefill) "
                  r"\|.*\| \*\*(?P<verdict>[A-Z-]+)\*\*( \(marginal\))? \|$")
-SERVING_ROW = re.compile(r"^\| (?P<rate>[\d.]+) \| (?P<side>baseline|claim) \|.*\| (?P<goodput>[\d.]+) \| "
+SERVING_ROW = re.compile(r"^\| (?P<rate>[\d.]+)(?: \(largest at the SLO: [a-z ]+\))? \| "
+                         r"(?P<side>baseline|claim) \|.*\| (?P<goodput>[\d.]+) \| "
                          r"(?P<within>[\d.]+) % \| [\d.]+ \| (?P<met>met|\*\*missed\*\*|no SLO) \|$")
 # the rules under which a NO-GO may leave requests that pay (decision.py): each is about the fleet, not a cell
 FLEET_RULES = ("the fleet gain is below", "cannot run in the stack", "no workload both sides can serve")
@@ -118,7 +119,8 @@ def story_problems(result, memo: str) -> list[str]:
         if "serving" in c:
             for side in ("baseline", "claim"):
                 for r in c["serving"][side]["rates"]:
-                    served.setdefault((r["rate_rps"], side), []).append(r)
+                    # the memo prints a rate to three significant figures (1.45 for 1.4531…)
+                    served.setdefault((float(f"{r['rate_rps']:.3g}"), side), []).append(r)
     for x in memo.splitlines():
         if (row := SERVING_ROW.match(x)) is None:
             continue

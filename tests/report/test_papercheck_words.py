@@ -45,7 +45,8 @@ def test_the_json_keeps_its_keys_in_order():
     out = words.as_json(c, {"claim.speedup": {"quote": "2x"}})
     assert list(out) == ["reported", "bound", "exceeds_bound", "tolerance", "metric", "scope", "bound_kind",
                          "setting", "setting_words", "baseline_fits", "capacity_bound", "capacity_batches",
-                         "assumed", "likely_sources", "note", "evidence", "warnings"]
+                         "assumed", "likely_sources", "note", "evidence", "warnings", "stated_batch_replaced",
+                         "predicted_end_to_end", "predicted_above_reported", "prediction"]
     assert list(out["setting"]) == ["tp", "offload", "model", "hardware", "phase", "batch", "context"]
     assert out["bound_kind"] == "equal batch" and out["note"] == ""
     assert list(words.as_json(PaperCheck(2.0, no_bound="no-model"), {})) == [

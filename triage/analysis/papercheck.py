@@ -102,6 +102,12 @@ class PaperCheck:
     likely_sources: tuple[Item, ...] = ()
     misfit: Item | None = None
     warnings: tuple[Notice, ...] = ()
+    # the card stated a batch the capacity bound replaced: the stated batch and the equal-batch bound there
+    stated_batch: tuple[int, float] | None = None
+    # triage's own end-to-end prediction in the bound's setting (the shipped defaults' efficiencies and fixed
+    # costs, the card's kernel), beside the paper's measurement; above it by the tolerance: an optimistic price
+    predicted: float | None = None
+    predicted_above: bool = False
 
 
 def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float,
@@ -235,6 +241,7 @@ class PaperInputs:
     contexts: tuple[int, ...]
     method: workloads.Workloads
     baseline: workloads.Workloads | None
+    expected: workloads.Workloads | None = None     # the method's setting as a memo workload (paper_setting)
 
 
 def _model_path(model: str, claim: Claim) -> str:
@@ -280,8 +287,11 @@ def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
     method = workloads.paper_setting(cat, model, hardware, phase, batches, contexts, setting)
     baseline = workloads.paper_setting(cat, setting["baseline_model"], hardware, phase, batches, contexts, setting) \
         if "baseline_model" in setting else None
+    # the prediction beside the measurement: an end-to-end number of the whole step, on one model
+    expected = workloads.paper_setting(cat, model, hardware, phase, batches, contexts, setting, bound=False) \
+        if scope not in SCOPES and metric != "memory" and baseline is None else None
     return PaperInputs(setting, reported, metric, scope, phase, unstated_phase, hardware, tuple(assumed),
-                       tuple(batches), tuple(contexts), method, baseline)
+                       tuple(batches), tuple(contexts), method, baseline, expected)
 
 
 def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
@@ -320,9 +330,12 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     if bool(p.rescued[best]):
         method = p.g.claim.max_batch[best] if "capacity" in carried(claim.change) else p.grid.batch[best]
         kind = Item("end-to-end", (int(p.g.e2e_baseline_batch[best]), int(method)))
+    stated_batch = None
     if scope in SCOPES:
         kind = Item("scope", (scope,))
     elif capacity_bound is not None and capacity_bound >= bound * (1 - 1e-9):     # a tie: the batch is the largest
+        if "batch" in setting:              # the card's batch gives way: said, with the bound it had there
+            stated_batch = (int(setting["batch"]), bound)
         bound, kind = max(bound, capacity_bound), Item("capacity")
     chosen = PaperSetting(tuple((k, setting[k]) for k in PRICED + ("pipeline", "offload", "baseline_model")
                                 if k in setting),
@@ -348,12 +361,28 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
         else:
             misfit = Item("kv", (chosen.batch, chosen.context, int(p.max_batch[0][best])))
     exceeds = bool(reported > bound * TOLERANCE)
+    predicted = _predicted(claim, loaded, chosen)
+    above = predicted is not None and predicted > reported * TOLERANCE
     return PaperCheck(
         reported, bound, exceeds, assumed=tuple(assumed), metric=metric, scope=scope, kind=kind, setting=chosen,
         baseline_fits=baseline_fits, capacity_bound=capacity_bound,
         capacity_batches=tuple(capacity_batches) if capacity_batches else None,   # type: ignore[arg-type]
         likely_sources=_sources(claim, metric, capacity_bound, bound, capacity_batches) if exceeds else (),
-        misfit=misfit,
-        warnings=tuple(cannot_act.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
-                                      [("the paper's setting", phase)],
-                                      domains=None)))
+        misfit=misfit, stated_batch=stated_batch, predicted=predicted,
+        predicted_above=above,
+        warnings=(*((Notice("prediction-above", numbers=(predicted, reported)),) if above and predicted else ()),
+                  *cannot_act.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
+                                       [("the paper's setting", phase)], domains=None)))
+
+
+def _predicted(claim: Claim, loaded: PaperInputs, chosen: PaperSetting) -> float | None:
+    """What the memo's own pricing gives end to end in the setting the bound chose (its batch and context, the
+    shipped defaults' efficiencies and fixed costs, the card's kernel): the number to set beside the paper's
+    measurement, None where the check bounds a part of the step, memory, or another model's baseline."""
+    if loaded.expected is None:
+        return None
+    w = workloads.regrid(loaded.expected, [chosen.batch], [chosen.context])
+    grid = matrix.build(w)
+    g = evidence.compute(grid, claim, {**w.catalog.models, **claim.models})
+    value = float(g.speedup_end_to_end[0])
+    return value if np.isfinite(value) else None

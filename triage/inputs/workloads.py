@@ -453,12 +453,15 @@ PAPER_KEYS = ("attention", "memory_waste", "tp", "batch_utilization", "precision
 
 
 def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase: str,
-                  batches: Sequence[int], contexts: Sequence[int], stated: Mapping[str, Any]) -> Workloads:
-    """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound: full
-    efficiency, no fixed cost, no reserve; the setting's PAPER_KEYS over the shipped defaults."""
-    defaults = {"model": model, "hardware": hardware, "efficiency": {"bandwidth": 1.0, "compute": 1.0},
-                **{k: 0 for k in catalog_mod.FIXED_COSTS}, "reserve": 0,
-                **{k: stated[k] for k in PAPER_KEYS if k in stated}}
+                  batches: Sequence[int], contexts: Sequence[int], stated: Mapping[str, Any],
+                  bound: bool = True) -> Workloads:
+    """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound (full
+    efficiency, no fixed cost, no reserve) or, ``bound=False``, as the memo prices a workload (the shipped
+    defaults' efficiencies and fixed costs: the prediction set beside the paper's measurement); the setting's
+    PAPER_KEYS over the shipped defaults."""
+    ideal = {"efficiency": {"bandwidth": 1.0, "compute": 1.0}, **{k: 0 for k in catalog_mod.FIXED_COSTS},
+             "reserve": 0} if bound else {}
+    defaults = {"model": model, "hardware": hardware, **ideal, **{k: stated[k] for k in PAPER_KEYS if k in stated}}
     cells = [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
              for i, (b, c) in enumerate(itertools.product(batches, contexts))]
     return load({"defaults": defaults, "workloads": cells}, catalog)

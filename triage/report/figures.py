@@ -633,6 +633,8 @@ def _colour_bar(c: Canvas, lo: float, hi: float, min_gains: list[float], height:
 
 
 SERIES_DASH = "6,3"        # the claim's line in the latency figures (the baseline's is solid)
+LOG_RATES = 4.0            # a latency–rate figure whose rates span more than this factor has a log rate axis
+TICK_GAP_PX = 32.0         # the closest two rate labels sit (a label is ~4 characters of 11 px type)
 
 
 def latency_throughput(series: list[dict[str, Any]], slo_s: float | None, title: str) -> str:
@@ -690,14 +692,22 @@ def latency_rate(series: list[dict[str, Any]], slo: dict[str, tuple[float, str]]
     c = Canvas(title, "offered load (requests/s)", "latency (log scale)")
     span = times + [v for v, _ in slo.values()]
     y_lo, y_hi = min(span) / 1.5, max(span) * 1.5
-    pad = (max(rates) - min(rates)) * 0.08 or max(rates) * 0.25
-    x_lo, x_hi = max(min(rates) - pad, 0.0), max(rates) + pad
+    if max(rates) > LOG_RATES * min(rates):          # rates an order apart: a log axis keeps the low ones apart
+        x_lo, x_hi = min(rates) / 1.15, max(rates) * 1.15
+        sx = _log_scale(x_lo, x_hi, c.x0, c.x1)
+    else:
+        pad = (max(rates) - min(rates)) * 0.08 or max(rates) * 0.25
+        x_lo, x_hi = max(min(rates) - pad, 0.0), max(rates) + pad
 
-    def sx(v: float) -> float:
-        return c.x0 + (v - x_lo) / (x_hi - x_lo) * (c.x1 - c.x0)
+        def sx(v: float) -> float:
+            return c.x0 + (v - x_lo) / (x_hi - x_lo) * (c.x1 - c.x0)
 
     sy = _log_scale(y_lo, y_hi, c.y1, c.y0)
-    c.ticks_x(sorted(set(rates)), sx, lambda v: f"{v:g}", x_lo, x_hi)
+    ticks: list[float] = []
+    for r in sorted(set(rates)):                     # a label no closer than TICK_GAP_PX to the last one kept
+        if not ticks or sx(r) - sx(ticks[-1]) >= TICK_GAP_PX:
+            ticks.append(r)
+    c.ticks_x(ticks, sx, lambda v: f"{v:.3g}", x_lo, x_hi)
     c.ticks_y([m * d for d in _decades(y_lo, y_hi) for m in (1, 2, 5)], sy, _seconds, y_lo, y_hi)
     labels = series[0]["labels"]
     metrics = (("ttft", labels["ttft"], STYLE.lines[0]), ("tbt", labels["tbt"], STYLE.lines[1 % len(STYLE.lines)]))
@@ -718,6 +728,14 @@ def latency_rate(series: list[dict[str, Any]], slo: dict[str, tuple[float, str]]
                 c.shapes.append(marker(mark, x, y, color, 4.0 if n else 3.0, tip))
                 c.boxes.append((Box(x - 4, y - 4, x + 4, y + 4), ""))
             c.legend.append(Key(f"{name}, {sd['name']}", color, dash=dash, mark=mark))
+    for n, sd in enumerate(series):                  # the rates the verdict reads: each side's largest at the SLO
+        best = sd.get("largest")
+        if best:
+            dash = SERIES_DASH if n else ""
+            color = STYLE.lines[2 % len(STYLE.lines)]      # a third colour: neither metric's
+            c.shapes.append(line(sx(best), c.y0, sx(best), c.y1, color, 1.5, dash, KEYED))
+            c.legend.append(Key(f"largest rate at the SLO, {sd['name']}: {best:.3g} req/s", color, dash=dash,
+                                width=1.5))
     return c.svg()
 
 

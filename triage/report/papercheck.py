@@ -125,4 +125,33 @@ def as_json(c: PaperCheck, evidence: dict[str, Any]) -> dict[str, Any]:
         "assumed": assumed, "likely_sources": [_source(x) for x in c.likely_sources],
         "note": _misfit(c.misfit) if c.misfit is not None else "", "evidence": evidence,
         "warnings": notices.as_json(c.warnings),
+        "stated_batch_replaced": _replaced(c) if c.stated_batch is not None else "",
+        "predicted_end_to_end": c.predicted, "predicted_above_reported": c.predicted_above,
+        "prediction": _prediction(c, s),
     }
+
+
+def _replaced(c: PaperCheck) -> str:
+    """Why the bound is not at the batch the card states (a throughput claim's capacity bound)."""
+    assert c.stated_batch is not None and c.capacity_batches is not None
+    batch, at_stated = c.stated_batch
+    return (f"the card states batch {batch:,}; a throughput gain can also come from the larger batch the freed "
+            f"memory allows, so the bound is taken with each side at its largest batch that fits "
+            f"({c.capacity_batches[0]:,} against {c.capacity_batches[1]:,}); at the stated batch {batch:,} it is "
+            f"{units.fmt_ratio(at_stated)}")
+
+
+def _prediction(c: PaperCheck, s: PaperSetting) -> str:
+    """triage's own end-to-end price in the same setting beside the paper's measurement, and what it means when
+    it is the higher (a prediction above a measurement is optimistic, not a finding)."""
+    if c.predicted is None:
+        return ""
+    at = f"batch {s.batch:,}, context {s.context:,} tokens"
+    if not c.predicted_above:
+        return (f"triage predicts {units.fmt_ratio(c.predicted)} end to end at {at} (the shipped engine defaults, "
+                f"the card's kernel), not above the paper's measured {units.fmt_ratio(c.reported or 0.0)}")
+    return (f"triage predicts {units.fmt_ratio(c.predicted)} end to end at {at} (the shipped engine defaults, the "
+            f"card's kernel), above the paper's own measured {units.fmt_ratio(c.reported or 0.0)}: the memo's gains "
+            f"are likely optimistic for this method (its kernel reaches less than the card states, or the "
+            f"paper's stack differs from the defaults); read them as upper estimates, or state the kernel's "
+            f"measured efficiency (implementation.bandwidth_efficiency) from the paper")

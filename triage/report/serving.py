@@ -47,10 +47,13 @@ def _policy(side: SideResult) -> str:
 
 
 def _why(b: SideResult, c: SideResult, r: Served) -> str:
-    """The gain in terms of batch, memory and queueing, at the highest rate both sides were run at."""
-    rb, rc = b.rates[-1], c.rates[-1]
+    """The gain in terms of batch, memory and queueing: at the claim's largest rate at the SLO where the gain is
+    that rate's (the rate where the two sides part), else at the highest rate both sides were run at."""
+    at = [x.rate_rps for x in c.rates]
+    k = at.index(c.max_rate_at_slo_rps) if r.basis == "max_rate_at_slo" and c.max_rate_at_slo_rps in at else -1
+    rb, rc = b.rates[k], c.rates[k]
     closed = r.basis == "output_tokens_per_s"
-    where = "in the run" if closed else f"at {rb.rate_rps:g} requests/s"
+    where = "in the run" if closed else f"at {rb.rate_rps:.3g} requests/s"
     parts = [f"{where} the baseline runs {rb.mean_batch:.1f} sequences a step on average and the claim "
              f"{rc.mean_batch:.1f}"]
     def shown(k: str, v: Any) -> str:
@@ -105,7 +108,9 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
                  "throughput": x.throughput_rps, "tokens": x.output_tokens_per_s, "goodput": x.goodput_rps,
                  "batch": x.mean_batch,
                  "within": x.goodput_rps / x.throughput_rps if x.throughput_rps > 0 else None,
-                 "slo_met": x.slo_met if slo else None}
+                 "slo_met": x.slo_met if slo else None,
+                 "largest": " and ".join(n for n, best in (("baseline", b.max_rate_at_slo_rps),
+                                                            ("claim", c.max_rate_at_slo_rps)) if best == x.rate_rps)}
                 for x_b, x_c in zip(b.rates, c.rates, strict=True)
                 for side, x in (("baseline", x_b), ("claim", x_c))]
         arrivals = {"poisson": "Poisson arrivals", "gamma": f"gamma arrivals (CV {t.cv:g})",
@@ -141,7 +146,8 @@ def figure_series(ev: Evaluation) -> tuple[list[dict[str, Any]], dict[str, tuple
     series = [{"name": name, "rate_rps": [x.rate_rps for x in side.rates],
                "ttft": [x.ttft_s.at(t.ttft_at) for x in side.rates],
                "tbt": [x.tbt_s.at(t.tbt_at) for x in side.rates],
-               "labels": {"ttft": f"TTFT {t.ttft_at.upper()}", "tbt": f"TBT {t.tbt_at.upper()}"}}
+               "labels": {"ttft": f"TTFT {t.ttft_at.upper()}", "tbt": f"TBT {t.tbt_at.upper()}"},
+               "largest": side.max_rate_at_slo_rps}
               for name, side in (("baseline", r.baseline), ("claim", r.claim))]
     title = (f"Latency against load: {ev.matrix.blocks[bi].name}, {ev.matrix.models[mi].label} on "
              f"{ev.matrix.hardware[hi].key} (serving simulation)")

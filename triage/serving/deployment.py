@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import SERVING_AROUND_BEST as AROUND_BEST
 from ..defaults import SERVING_MEMO_RUNS
 from ..inputs.traffic import Scheduler, Traffic
 from ..model.iteration import IterationCost
@@ -128,25 +129,30 @@ class Side:
 
 
 def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
-    """Both sides at every rate, the largest rate at the SLO of each (per GPU of the deployment), and the gain
-    the verdict reads: the max-rate ratio, else the goodput ratio at the highest rate."""
+    """Both sides at every rate of the traffic and at the rates the verdict rests on, the largest rate at the SLO
+    of each (per GPU of the deployment), and the gain the verdict reads: the max-rate ratio, else the goodput
+    ratio at the traffic's highest rate."""
     if traffic.closed:
         return _closed(base, claim, traffic)
-    rates, best = {}, {}
-    for name, side in (("baseline", base), ("claim", claim)):
-        rates[name] = tuple(side.run(traffic, r) for r in traffic.rates)
-        best[name] = max_rate(side, traffic, max(traffic.rates))
+    sides = (("baseline", base), ("claim", claim))
+    best = {name: max_rate(side, traffic, max(traffic.rates)) for name, side in sides}
+    top = {name: side.run(traffic, max(traffic.rates)) for name, side in sides}     # the traffic's highest rate
+    # shown: the traffic's rates and those the verdict rests on, each side's largest rate at the SLO and one
+    # AROUND_BEST above the larger, where both miss it (each side's own largest is a run its search made)
+    found = [r for r in best.values() if r]
+    shown = sorted({*traffic.rates, *found, *([max(found) * AROUND_BEST] if found else [])})
+    rates = {name: tuple(side.run(traffic, r) for r in shown) for name, side in sides}
     gpus = (base.gpus(), claim.gpus())
     b, c = best["baseline"], best["claim"]
     if b and c is not None:
         gain, basis = (c / gpus[1]) / (b / gpus[0]), "max_rate_at_slo"
     else:
-        gb, gc = rates["baseline"][-1].goodput_rps, rates["claim"][-1].goodput_rps
+        gb, gc = top["baseline"].goodput_rps, top["claim"].goodput_rps
         gain, basis = ((gc / gpus[1]) / (gb / gpus[0]) if gb > 0 else float("nan")), "goodput"
 
     def side_result(name: str, side: Side, n: int) -> SideResult:
         # GPU-seconds a request costs at the rate the gain reads
-        rate = best[name] if basis == "max_rate_at_slo" else rates[name][-1].goodput_rps
+        rate = best[name] if basis == "max_rate_at_slo" else top[name].goodput_rps
         return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
                           n / rate if rate else float("nan"), side.engines())
     return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)
