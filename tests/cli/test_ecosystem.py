@@ -110,7 +110,7 @@ def test_brief_is_one_page_with_the_three_questions(runner):
     assert res.exit_code == 0
     text = res.stdout
     assert text.startswith("<!-- triage reading-group brief")
-    assert "Which row of the course's table it moves: cache." in text
+    assert "**Which direction it moves: cache** (one of five in the course page, module 12.4" in text
     assert text.count("\n1. ") == 1 and "\n3. Does quality hold on long-context retrieval" in text
     assert "| docqa-128k (decode, 131,072 tokens, batch 1) | llama-2-7b | a100-80gb | 41.9 % | 1.722× |" in text
     assert len(text.splitlines()) < 60

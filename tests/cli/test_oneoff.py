@@ -81,7 +81,8 @@ def test_compare_and_sweep_take_the_same_flags(runner, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--hardware", "l40s"], "--context: a matrix from flags needs the context in tokens"),
-    (["--context", "4k"], "--context: expected whole numbers of tokens, comma-separated"),
+    (["--context", "4kb"], "--context: expected whole numbers of tokens, comma-separated"),
+    (["--context", "1..4..8"], "--context: expected whole numbers of tokens, comma-separated"),
     (["--context", "4096,,8192"], "--context: an empty value"),
     (["--context", ",".join(["1"] * 1001)], "--context: more than 1,000 values (limit flag_values)"),
     (["--batch", "-1", "--context", "4096"], "--batch: expected whole numbers of sequences"),
@@ -94,6 +95,21 @@ def test_bad_flags_are_one_addressed_line(runner, args, message):
     res = runner.invoke(main, ["run", str(CLAIMS / "kv2x.yaml"), *args])
     assert res.exit_code == 1, res.stdout
     assert message in res.stderr and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_the_memo_s_own_forms_are_accepted_128k_and_a_doubling_range(runner, tmp_path):
+    """The memo prints 131,072 tokens as '128k' (k = 1,024, where_it_pays) and a batch sweep as 1..64: the
+    flags take them back. By hand: 4k = 4,096 and 128k = 131,072 tokens; 1..64 doubles to 1, 2, 4, …, 64
+    (7 batches); 2 contexts × 7 batches on one chip = 14 cells."""
+    out = tmp_path / "cells.csv"
+    res = runner.invoke(main, ["sweep", str(CLAIMS / "kv2x.yaml"), "--hardware", "h100-sxm", "--context",
+                               "4k,128k", "--batch", "1..64", "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert sorted({int(r["context"]) for r in rows}) == [4096, 131072]
+    assert sorted({int(r["batch"]) for r in rows}) == [1, 2, 4, 8, 16, 32, 64]
+    assert len(rows) == 14
 
 
 def test_a_workload_file_and_the_matrix_flags_are_refused_together(runner):

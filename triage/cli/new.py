@@ -29,7 +29,8 @@ def _schema_prefix(card: Path) -> str:
 @click.command(name="new")
 @click.option("--direction", "-d", required=True,
               type=click.Choice(["attention", "cache", "weights", "decoding", "system"]),
-              help="Which of the course's five directions the paper moves.")
+              help="Which of the five directions the paper moves (attention, cache, weights, decoding, system: the "
+                   "course page, module 12.4, the source of the method).")
 @click.option("--id", "card_id", required=True, help="The card's id, lowercase (also its file name).")
 @click.option("--output", "-o", type=FILE, help="Where to write it (default: claims/ID.yaml).")
 @guard

@@ -8,6 +8,7 @@ batch 1); the context has no default and is required. Every cell carries an equa
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -18,6 +19,8 @@ from ..io.yamlio import Document, document
 # the flags that ask for a matrix of their own (--model alone replaces the model of a workload file's matrix)
 AXES = ("hardware", "context", "batch", "phase")
 _WHOLE = {"context": "tokens", "batch": "sequences"}
+_SUFFIX = {"k": 1024, "K": 1024, "M": 1024 ** 2}
+_NUMBER = re.compile(r"[0-9]{1,9}[kKM]?")
 
 
 def _values(flag: str, text: str) -> list[Any]:
@@ -30,11 +33,27 @@ def _values(flag: str, text: str) -> list[Any]:
         raise UserError([Problem(f"--{flag}", path="", message="an empty value: separate values with single commas")])
     if flag not in _WHOLE:
         return items
-    if not all(item.isdigit() and len(item) <= 12 for item in items):
+    out: list[Any] = []
+    for item in items:
+        ends = item.split("..")
+        if len(ends) > 2 or not all(_NUMBER.fullmatch(e) for e in ends):
+            raise UserError([Problem(f"--{flag}", path="", message=(
+                f"expected whole numbers of {_WHOLE[flag]}, comma-separated, each plain, with k (×1024) or M "
+                f"(×1024²) as the memo prints them, or a doubling range LO..HI (e.g. --{flag} "
+                f"{'2048,32k,128k' if flag == 'context' else '1..64'})"))])
+        lo, hi = (_whole(e) for e in (ends[0], ends[-1]))
+        while lo <= hi and len(out) < LIMITS.flag_values:   # LO, 2·LO, 4·LO … up to HI (one value without ..)
+            out.append(lo)
+            lo = lo * 2 if lo else hi + 1
+    if len(out) >= LIMITS.flag_values:
         raise UserError([Problem(f"--{flag}", path="", message=(
-            f"expected whole numbers of {_WHOLE[flag]}, comma-separated (e.g. --{flag} "
-            f"{'2048,32768' if flag == 'context' else '1,8'})"))])
-    return [int(item) for item in items]
+            f"{LIMITS.flag_values:,} values or more (limit flag_values): write the grid in a workload file"))])
+    return out
+
+
+def _whole(text: str) -> int:
+    """A count as the memo prints it: '4096', '32k' (×1024: the memo's 128k is 131,072 tokens) or '1M'."""
+    return int(text[:-1]) * _SUFFIX[text[-1]] if text[-1] in _SUFFIX else int(text)
 
 
 def label(flags: dict[str, str | None]) -> str:
