@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -27,19 +27,25 @@ from .budget import ITERATION_STEPS, SEQUENCE_STEPS, SIMULATION_STEPS, Budget
 from .outcome import GapSketch, Outcome
 from .requests import Requests
 
-if TYPE_CHECKING:
-    from .policies import Policy
-
 WATERMARK = 0.01             # share of the KV cache an admission leaves free (vLLM's watermark default, assumed)
 FLUSH = 1 << 16              # token gaps gathered as Python floats before they move into the sketch
 JUMP = 1 << 20               # decode steps one jump prices at most (its step times are one array)
+
+
+class Scheduling(Protocol):
+    """What the engine asks of its scheduling policy: one iteration, and whether the next arrival can change the
+    batch. The policies (policies/) implement it and import the engine; the engine imports none of them."""
+
+    def step(self, e: Engine) -> None: ...
+
+    def arrival_matters(self, e: Engine) -> bool: ...
 
 
 class Engine:
     """One instance's state: the waiting queue, the running batch and the KV it holds. Per-request state is
     kept in plain lists (the loop touches a few entries an event; numpy's per-call cost would dominate)."""
 
-    def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, policy: Policy,
+    def __init__(self, req: Requests, cost: IterationCost, sched: Scheduler, policy: Scheduling,
                  decode_only: bool = False, first: np.ndarray | None = None, measured: np.ndarray | None = None,
                  budget: Budget | None = None):
         self.req, self.cost, self.s, self.policy = req, cost, sched, policy
