@@ -144,8 +144,8 @@ FAR_MODEL_FACTOR = 4.0
 # column index, KVQuant §3.5's layout; the index width is an assumption where a paper does not state it).
 OUTLIER_BITS = 48
 
-# Serving runs (one side at one rate) remembered in-process, so that a sensitivity variant re-simulates only the
-# side it changes; each entry is a few kB of statistics.
+# Serving runs (one side at one rate) remembered for the run (io/run.py), so that a sensitivity variant
+# re-simulates only the side it changes; each entry is a few kB of statistics.
 SERVING_MEMO_RUNS = 512
 
 # Where the baseline holds not one sequence on its GPUs and the claim does, the baseline is priced on this many

@@ -27,22 +27,12 @@ else:                                    # Python 3.10: the marker is for type c
         return lambda f: f
 
 T = TypeVar("T", bound=type)
-_COMPARED: dict[type, tuple[str, ...]] = {}
-_SHOWN: dict[type, tuple[str, ...]] = {}
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_RECORDS: set[type] = set()
-
-
-def _names(cls: type, table: dict[type, tuple[str, ...]], flag: str | None = None) -> tuple[str, ...]:
-    """The class's field names (those whose ``flag`` is set, e.g. 'compare'), computed once per class."""
-    names = table.get(cls)
-    if names is None:
-        names = table[cls] = tuple(f.name for f in dataclasses.fields(cls) if flag is None or getattr(f, flag))
-    return names
+# each record class's field names, set on the class by ``record`` (no table of classes at module level)
+_FIELDS, _COMPARED, _SHOWN, _OWN = "__record_fields__", "__record_compared__", "__record_shown__", "__record__"
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in _names(type(self), _COMPARED, "compare"))
+    return tuple(getattr(self, name) for name in getattr(type(self), _COMPARED))
 
 
 def _eq(self: Any, other: object) -> bool:
@@ -59,21 +49,23 @@ def _setattr(self: Any, name: str, value: Any) -> None:
     """Frozen after ``__init__``: it sets each field once (a field ``__post_init__`` computes is set with
     ``object.__setattr__``, as in a frozen dataclass); a plain subclass may set attributes of its own, as a
     frozen dataclass's may."""
-    field = name in _names(type(self), _FIELDS)
-    if field and name in self.__dict__ or not field and type(self) in _RECORDS:
+    cls = type(self)
+    field = name in getattr(cls, _FIELDS)
+    if field and name in self.__dict__ or not field and cls.__dict__.get(_OWN, False):
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
     object.__setattr__(self, name, value)
 
 
 def _delattr(self: Any, name: str) -> None:
-    if type(self) in _RECORDS or name in _names(type(self), _FIELDS):
+    cls = type(self)
+    if cls.__dict__.get(_OWN, False) or name in getattr(cls, _FIELDS):
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
     object.__delattr__(self, name)
 
 
 @reprlib.recursive_repr()
 def _repr(self: Any) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self), _SHOWN, "repr"))
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in getattr(type(self), _SHOWN))
     return f"{type(self).__qualname__}({shown})"
 
 
@@ -92,7 +84,11 @@ def record(cls: T) -> T:
     # as a dataclass: a method the class writes is kept (a __hash__ of None only where it wrote no __eq__)
     eq, hashed, shown = "__eq__" in own, "__hash__" in own and (own["__hash__"] is not None or "__eq__" not in own), \
         "__repr__" in own
-    _RECORDS.add(made)
+    fields = dataclasses.fields(made)
+    setattr(made, _FIELDS, tuple(f.name for f in fields))
+    setattr(made, _COMPARED, tuple(f.name for f in fields if f.compare))
+    setattr(made, _SHOWN, tuple(f.name for f in fields if f.repr))
+    setattr(made, _OWN, True)        # the class itself is a record (a plain subclass inherits the names only)
     made.__setattr__, made.__delattr__ = _setattr, _delattr
     if not eq:
         made.__eq__ = _eq

@@ -38,15 +38,15 @@ def test_the_python_api_reads_afresh_for_every_evaluation(tmp_path):
     # a notebook that evaluates thousands of cards must not run into one run's file limit
     import triage
     from triage.defaults import LIMITS
-    from triage.io import files
+    from triage.io import run
 
     for i in range(3):
         (tmp_path / f"w{i}.yaml").write_text("workloads: [{name: w, context: 4096}]\n")
-    files.READS.files.update(f"/fake/{n}" for n in range(LIMITS.run_files))       # a long session's reads
+    run.current().reads.files.update(f"/fake/{n}" for n in range(LIMITS.run_files))  # a long session's reads
     for i in range(3):
         triage.evaluate({"id": "t", "title": "t", "direction": "cache", "change": {"kv_bytes": 0.5}},
                         tmp_path / f"w{i}.yaml", analyse=False)
-    assert len(files.READS.files) == 1
+    assert len(run.current().reads.files) == 1
 
 
 def test_an_output_into_missing_folders_makes_them_and_a_failed_write_removes_them(tmp_path):

@@ -13,7 +13,7 @@ from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim, Section
 from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
-from ..io.files import new_evaluation
+from ..io.run import new_evaluation
 from ..model import evidence, incumbent, matrix, verdicts
 from ..progress import SILENT, Progress
 from . import cannot_act, decision, papercheck, serving, where_it_pays

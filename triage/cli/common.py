@@ -23,7 +23,8 @@ import click
 from ..defaults import LIMITS
 from ..errors import Problem, UserError, escape
 from ..inputs import oneoff
-from ..io.files import Content, check_target, new_run, write_atomic_all
+from ..io.files import Content, check_target, write_atomic_all
+from ..io.run import new_run
 
 EXIT_USER, EXIT_INTERNAL = 1, 3
 

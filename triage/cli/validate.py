@@ -13,8 +13,8 @@ from ..errors import Problem, UserError
 from ..inputs import cards as cards_mod
 from ..inputs import catalog, workloads
 from ..inputs.claim import Claim
-from ..io.files import new_run
 from ..io.resources import schema
+from ..io.run import new_run
 from ..io.yamlio import load_file
 from ..report.notices import words
 from .common import EXIT_USER, FILE, catalog_option, guard, info, report, warning

@@ -13,6 +13,7 @@ from typing import BinaryIO, TypeAlias
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from .private import owned_file, private_folder, stamp, write_owned
+from .run import current
 
 MAX_BYTES = LIMITS.file_bytes
 
@@ -73,7 +74,7 @@ def check_target(target: Path, inputs: tuple[Path | str, ...], force: bool) -> N
         if not stat.S_ISREG(st.st_mode):
             kind = _KINDS.get(stat.S_IFMT(st.st_mode), "is not a regular file")
             raise UserError([Problem(label, path="", message=f"{kind}; triage writes only regular files")])
-        if real in {os.path.realpath(src) for src in inputs} | READS.files:
+        if real in {os.path.realpath(src) for src in inputs} | current().reads.files:
             raise UserError([Problem(label, path="", message="refusing to write the output onto an input file")])
         if not force and not written_by_triage(target):
             raise UserError([Problem(label, path="", message=(
@@ -196,46 +197,6 @@ _KINDS = {stat.S_IFDIR: "is a directory", stat.S_IFCHR: "is a device", stat.S_IF
           stat.S_IFIFO: "is a pipe (FIFO)", stat.S_IFSOCK: "is a socket"}
 
 
-class ReadLog:
-    """Every file this process read for the current run and the bytes it took: outputs may land on none of
-    them, and a run reads at most LIMITS.run_files files and LIMITS.run_bytes bytes."""
-
-    def __init__(self) -> None:
-        self.files: set[str] = set()
-        self.bytes = 0
-
-    def record(self, path: str, size: int, label: str) -> None:
-        self.files.add(os.path.realpath(path))
-        self.bytes += size
-        if len(self.files) > LIMITS.run_files:
-            raise UserError([Problem(label, path="", message=(
-                f"this run has read {LIMITS.run_files:,} files, the limit (run_files)"))])
-        if self.bytes > LIMITS.run_bytes:
-            raise UserError([Problem(label, path="", message=(
-                f"this run has read {LIMITS.run_bytes // (1 << 20)} MiB, the limit (run_bytes)"))])
-
-
-READS = ReadLog()
-
-
-_COMMAND = False      # a CLI command is running: its reads accumulate until it ends
-
-
-def new_run(command: bool = False) -> ReadLog:
-    """Start counting a new run's reads: once per CLI command (``command=True``, every evaluation inside it
-    adds to the same log), or once per Python API evaluation."""
-    global READS, _COMMAND
-    READS = ReadLog()
-    _COMMAND = command
-    return READS
-
-
-def new_evaluation() -> None:
-    """An evaluation starts: outside a CLI command (the Python API, a notebook) it is a run of its own."""
-    if not _COMMAND:
-        new_run()
-
-
 def read_bytes(path: Path | str, label: str | None = None, record: bool = True) -> bytes:
     """At most MAX_BYTES of a regular file, counted as they are read (a device or /proc file's size says
     nothing); devices, pipes, sockets and directories are refused without reading, so nothing blocks."""
@@ -267,7 +228,7 @@ def read_bytes(path: Path | str, label: str | None = None, record: bool = True) 
     if size > MAX_BYTES:
         raise UserError([Problem(label, path="", message=f"file is over the {MAX_BYTES // 1024} KiB limit")])
     if record:                                  # the package's own data files do not count against a run
-        READS.record(str(path), size, label)
+        current().reads.record(str(path), size, label)
     return b"".join(chunks)
 
 

@@ -4,7 +4,6 @@ traffic at every rate: the largest rate at the SLO of each (per GPU) and the gai
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import field, replace
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy as np
 from ..defaults import SERVING_AROUND_BEST as AROUND_BEST
 from ..defaults import SERVING_MEMO_RUNS
 from ..inputs.traffic import Scheduler, Traffic
+from ..io.run import current
 from ..model.iteration import IterationCost
 from ..records import record
 from .budget import Budget
@@ -49,10 +49,6 @@ class Served:
     basis: str
 
 
-_MEMO: dict[tuple[Any, ...], tuple[Traffic, RateStats]] = {}
-_MEMO_LOCK = threading.Lock()        # process-wide: evaluations a program runs on its own threads share it
-
-
 def staged(cost: IterationCost, pp: int) -> IterationCost:
     """One micro-batch's engine of a pipeline of ``pp`` stages (each tp GPUs): a micro-batch passes every stage,
     so its iteration takes the tp engine's time (the stages' hops, a decode's b x d activations over NVLink in
@@ -79,9 +75,9 @@ class Side:
     def run(self, traffic: Traffic, rate: float) -> RateStats:
         """The statistics of one rate; a run already simulated with the same inputs is taken from the memo
         (a sensitivity variant's baseline, or a claim side the variant leaves as it was)."""
-        key = (self._fingerprint(), id(traffic), rate)
-        with _MEMO_LOCK:
-            hit = _MEMO.get(key)
+        memo = current().memo                   # the run's (io/run.py): its evaluations share it, no other
+        key = ("serving", self._fingerprint(), id(traffic), rate)
+        hit = memo.get(key)
         if hit is not None and hit[0] is traffic:
             return hit[1]
         units = self.engines()
@@ -96,10 +92,9 @@ class Side:
                           output_tokens_per_s=out.output_tokens_per_s * units, goodput_rps=out.goodput_rps * units,
                           littles_law=replace(law, in_system=law.in_system * units,
                                               rate_times_latency=law.rate_times_latency * units))
-        with _MEMO_LOCK:
-            while len(_MEMO) >= SERVING_MEMO_RUNS:
-                _MEMO.pop(next(iter(_MEMO)))
-            _MEMO[key] = (traffic, out)     # the traffic kept alive with its entry: its id stays its own
+        while len(memo) >= SERVING_MEMO_RUNS:
+            memo.pop(next(iter(memo)))
+        memo[key] = (traffic, out)              # the traffic kept alive with its entry: its id stays its own
         return out
 
     def engines(self) -> int:
