@@ -132,6 +132,7 @@ def test_serving_simulations_report_their_token_steps(immediate, tmp_path, monke
     from triage.serving import budget
 
     monkeypatch.setattr(budget, "PROGRESS_REPORTS", 100_000)
+    monkeypatch.setattr(bar_mod, "DEFAULT_COLUMNS", 200)     # a StringIO has no width: room for the whole line
     workloads = tmp_path / "svc.yaml"
     workloads.write_text("defaults: {model: llama-2-7b, hardware: a100-80gb}\n"
                          "workloads:\n- {name: svc, context: 1024, batch: 1, slo: {ttft: 2 s, tpot: 100 ms},\n"
@@ -146,7 +147,7 @@ def test_serving_simulations_report_their_token_steps(immediate, tmp_path, monke
                       "simulating 1 serving workload (per model and chip, baseline and claim)",
                       "analysing: crossover, throughput at the SLO, sensitivity"]
     draws = _draws(text)
-    assert all("of at most 200,000,000 token-steps (limit serving_work)" in d for d in draws)
+    assert all("of at most 200,000,000 token-steps (limit serving_work)" in d for d in draws), draws[:3]
     spent = [float(_count(d).split(" of ")[0].replace(",", "")) for d in draws]
     assert len(spent) >= 2 and all(b - a >= 2_000 for a, b in zip(spent, spent[1:], strict=False))
 

@@ -42,12 +42,12 @@ def _values(flag: str, text: str) -> list[Any]:
                 f"(×1024²) as the memo prints them, or a doubling range LO..HI (e.g. --{flag} "
                 f"{'2048,32k,128k' if flag == 'context' else '1..64'})"))])
         lo, hi = (_whole(e) for e in (ends[0], ends[-1]))
-        while lo <= hi and len(out) < LIMITS.flag_values:   # LO, 2·LO, 4·LO … up to HI (one value without ..)
+        while lo <= hi and len(out) <= LIMITS.flag_values:  # LO, 2·LO, 4·LO … up to HI (one value without ..)
             out.append(lo)
             lo = lo * 2 if lo else hi + 1
-    if len(out) >= LIMITS.flag_values:
+    if len(out) > LIMITS.flag_values:
         raise UserError([Problem(f"--{flag}", path="", message=(
-            f"{LIMITS.flag_values:,} values or more (limit flag_values): write the grid in a workload file"))])
+            f"more than {LIMITS.flag_values:,} values (limit flag_values): write the grid in a workload file"))])
     return out
 
 
