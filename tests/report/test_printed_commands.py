@@ -82,7 +82,7 @@ def test_the_memo_s_regenerate_line_regenerates_the_same_memo(here, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["config.json", "flags"])
+@pytest.mark.parametrize("name", ["default", "config.json", "flags"])
 def test_every_command_the_json_prints_is_valid_for_its_tool(here, name):
     doc = json.loads(_invoke(["run", *RUNS[name], "-f", "json"]).stdout)
     commands = [s["command"] for s in doc["analysis"]["verification_plan"] if s["command"]]
