@@ -118,7 +118,7 @@ def run_budget(progress: Progress = SILENT) -> Budget:
     return Budget(LIMITS.serving_work, progress=progress)
 
 
-def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress) -> Results:
+def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress, shown: bool = True) -> Results:
     """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``; the
     stage told to ``progress`` once the work is checked."""
     change = traffic_mod.parse_change(claim)
@@ -160,7 +160,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progre
         block = m.blocks[b]
         assert block.traffic is not None
         try:
-            results[(b, mi, hi)] = serve(base, new, block.traffic)
+            results[(b, mi, hi)] = serve(base, new, block.traffic, shown)
         except ValueError as exc:
             where = f"{m.models[mi].label} on {m.hardware[hi].key}"
             raise UserError([_at(block, f"{where}: {exc}")]) from None
@@ -168,16 +168,17 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progre
 
 
 def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None,
-          progress: Progress = SILENT) -> tuple[Results, Gaps]:
+          progress: Progress = SILENT, shown: bool = True) -> tuple[Results, Gaps]:
     """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
     `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
     GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
     inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating.
     ``work``: the run's budget (shared with its sensitivity variants); ``progress``: told when simulating
-    begins (a variant's simulation, inside the analysis stage, is not a stage of its own)."""
+    begins (a variant's simulation, inside the analysis stage, is not a stage of its own); ``shown``: whether
+    the results are a memo's (a variant's are not: it runs no rate the table alone would show)."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g, work or run_budget(), progress)
+    results = known if known is not None else _simulate(m, claim, g, work or run_budget(), progress, shown)
     gain = np.full(len(m), np.nan)
     basis = np.array(np.broadcast_to(g.e2e_metric, (len(m),)))
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)

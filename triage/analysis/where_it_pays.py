@@ -219,7 +219,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
                                retime=_retimable(claim, variant, priced))
             if served:
                 same = name == "quality_retained" or not touched_groups(claim.change)
-                g = serving.price(m, variant, g, served if same else None, work)[1]
+                g = serving.price(m, variant, g, served if same else None, work, shown=False)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
         return Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code)

@@ -123,10 +123,11 @@ class Side:
         return self.tp * s.pp * s.replicas * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
 
 
-def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
-    """Both sides at every rate of the traffic and at the rates the verdict rests on, the largest rate at the SLO
-    of each (per GPU of the deployment), and the gain the verdict reads: the max-rate ratio, else the goodput
-    ratio at the traffic's highest rate."""
+def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True) -> Served:
+    """Both sides at every rate of the traffic and, where the result is ``shown`` (a memo's table and figure;
+    not a sensitivity variant, which reads the gain only), at the rates the verdict rests on; the largest rate
+    at the SLO of each (per GPU of the deployment), and the gain the verdict reads: the max-rate ratio, else
+    the goodput ratio at the traffic's highest rate."""
     if traffic.closed:
         return _closed(base, claim, traffic)
     sides = (("baseline", base), ("claim", claim))
@@ -134,9 +135,9 @@ def serve(base: Side, claim: Side, traffic: Traffic) -> Served:
     top = {name: side.run(traffic, max(traffic.rates)) for name, side in sides}     # the traffic's highest rate
     # shown: the traffic's rates and those the verdict rests on, each side's largest rate at the SLO and one
     # AROUND_BEST above the larger, where both miss it (each side's own largest is a run its search made)
-    found = [r for r in best.values() if r]
-    shown = sorted({*traffic.rates, *found, *([max(found) * AROUND_BEST] if found else [])})
-    rates = {name: tuple(side.run(traffic, r) for r in shown) for name, side in sides}
+    found = [r for r in best.values() if r] if shown else []
+    at = sorted({*traffic.rates, *found, *([max(found) * AROUND_BEST] if found else [])})
+    rates = {name: tuple(side.run(traffic, r) for r in at) for name, side in sides}
     gpus = (base.gpus(), claim.gpus())
     b, c = best["baseline"], best["claim"]
     if b and c is not None:
