@@ -128,9 +128,6 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
     phase = raw.get("phase") or "decode"
     if phase not in ("decode", "prefill", "generation"):
         raise UserError([Problem(file, line, 1, "$.phase", f"expected decode, prefill or generation, got {phase!r}")])
-    if raw["model"] not in catalog.models:          # a server's name (a vLLM result's model_id): its catalog entry
-        named = [k for k, m in catalog.models.items() if m.hf_repo == raw["model"]]
-        raw = {**raw, "model": named[0]} if named else raw
     for key in ("model", "hardware"):
         table = catalog.models if key == "model" else catalog.hardware
         if raw[key] not in table:
@@ -497,8 +494,16 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None, progress
     read, left_out = calibration_rows.read(path)
     progress.stage("calibrating", len(read))
     rows = []
+    # a server's name (a vLLM result's model_id) stands for the catalog entry citing that repository: the
+    # table built once, not searched per row
+    repos: dict[str, str] = {}
+    for key, model in cat.models.items():
+        if model.hf_repo is not None:
+            repos.setdefault(model.hf_repo, key)
     for k, r in enumerate(read, start=1):        # pricing each row is most of a calibration's time
-        rows.append(price(r.fields, r.file, r.line, cat))
+        name = r.fields["model"]
+        fields = r.fields if name in cat.models or name not in repos else {**r.fields, "model": repos[name]}
+        rows.append(price(fields, r.file, r.line, cat))
         progress.advance(k, len(read), "rows")
     fits = []
     d = defaults()
