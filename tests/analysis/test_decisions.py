@@ -11,6 +11,7 @@ from triage.analysis import calibrate
 from triage.cli import main
 from triage.errors import UserError
 from triage.inputs import cards
+from triage.inputs.change import to_json
 from triage.report.calibration import as_json
 from triage.report.result import with_measurements
 
@@ -36,7 +37,7 @@ def test_stacking_adds_savings_it_does_not_multiply():
 
 def test_a_card_can_list_the_cards_it_stacks():
     claim = cards.load(CLAIMS / "gqa-int8-kv.yaml")
-    assert claim.change == {"kv_heads": 8, "kv_quant": {"bits": 8}}
+    assert to_json(claim.change) == {"kv_heads": 8, "kv_quant": {"bits": 8}}
     assert [c.id for c in claim.stacked] == ["gqa", "int8-kv"]
 
 

@@ -4,6 +4,7 @@ engines ship in a class's place, the bar a claim is priced against — carries i
 import re
 
 from triage.inputs import registry
+from triage.inputs.change import incumbent_candidates
 
 VERSION = re.compile(r"@ [0-9a-f]{7}|PR #\d+|v\d+\.\d+|\d{4}-\d{2}-\d{2}")
 
@@ -27,7 +28,9 @@ def test_an_incumbent_is_priced_at_its_own_bits():
     for c in registry.classes().values():
         if c.incumbent is None:
             continue
-        for candidate in c.incumbent.candidates:
-            for key in candidate:             # each format of the candidate, read by its own mechanism's class
+        for candidate in incumbent_candidates(c.key):
+            for key in candidate.keys:        # each format of the candidate, read by its own mechanism's class
                 klass = registry.registry()[key].klass
-                assert registry.declared_bits(candidate, klass) == c.incumbent.bits, (c.key, candidate)
+                bits = {"kv-quantization": candidate.kv_bits, "weight-quantization": candidate.weight_bits,
+                        "activation-quantization": candidate.activation_bits}[klass]
+                assert bits == c.incumbent.bits, (c.key, candidate)

@@ -13,6 +13,7 @@ import pytest
 import triage
 from triage.errors import UserError
 from triage.inputs import cards, workloads
+from triage.inputs.change import to_json
 
 from conftest import CLAIMS, ROOT, load_workloads
 
@@ -49,7 +50,8 @@ def test_positive_cards_load(path):
 
 def test_yaml_1_2_numbers_are_numbers():
     claim = cards.load(CORPUS / "positive" / "cards" / "yaml12-numbers.yaml")
-    assert claim.change == {"weight_bytes": 0.5, "linear_flops": 1.0}
+    assert to_json(claim.change) == {"weight_bytes": 0.5, "linear_flops": 1.0}
+    assert isinstance(claim.change.weight_bytes, float) and isinstance(claim.change.linear_flops, float)
     assert claim.claimed_speedup == 2.0
 
 

@@ -8,7 +8,8 @@ import triage
 from triage.errors import UserError
 from triage.inputs import cards
 from triage.inputs.catalog import load
-from triage.inputs.registry import declared_bits, evidence_needed, float_formats
+from triage.inputs.change import parse
+from triage.inputs.registry import float_formats
 
 from conftest import cell
 
@@ -79,10 +80,10 @@ def test_output_channels_of_a_mixture_of_experts():
 
 def test_a_float_format_declares_its_element_bits():
     """FP4 weights are a low-bit class (4 bits or fewer: perplexity and a task needed); FP6 is not."""
-    assert declared_bits({"weight_quant": {"format": "e3m2", "scales": "per-channel"}}, "weight-quantization") == 6
-    assert declared_bits({"kv_quant": {"format": "e5m2"}}, "kv-quantization") == 8
-    assert evidence_needed({"weight_quant": {"format": "e2m1", "group_size": 32}}, None)
-    assert not evidence_needed({"weight_quant": {"format": "e3m2", "scales": "per-channel"}}, None)
+    assert parse({"weight_quant": {"format": "e3m2", "scales": "per-channel"}}).weight_bits == 6
+    assert parse({"kv_quant": {"format": "e5m2"}}).kv_bits == 8
+    assert parse({"weight_quant": {"format": "e2m1", "group_size": 32}}).needs
+    assert not parse({"weight_quant": {"format": "e3m2", "scales": "per-channel"}}).needs
 
 
 @pytest.mark.parametrize("spec, message", [

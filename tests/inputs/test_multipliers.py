@@ -7,7 +7,8 @@ from click.testing import CliRunner
 
 import triage
 from triage.cli import main
-from triage.inputs.registry import growing, registry
+from triage.inputs.change import parse
+from triage.inputs.registry import registry
 
 WARNING = ("change.kv_bytes: 2 grows KV bytes per token 2× — a 2× saving is kv_bytes: 0.5 (the multiplier is "
            "the claim's KV bytes per token ÷ the baseline's)")
@@ -25,7 +26,8 @@ def test_the_registry_marks_each_fraction_of_baseline_multiplier():
 
 
 def test_only_a_multiplier_above_one_grows():
-    assert growing({"kv_bytes": 2, "weight_bytes": 0.5, "linear_flops": 1.0, "kv_heads": 8}) == [("kv_bytes", 2.0)]
+    change = parse({"kv_bytes": 2, "weight_bytes": 0.5, "linear_flops": 1.0, "kv_heads": 8})
+    assert change.growing == (("kv_bytes", 2.0),)
 
 
 @pytest.mark.parametrize("value, warned", [(2, True), (0.5, False)])

@@ -4,6 +4,7 @@ schema's `change` section is generated from it, and a key's words come from it o
 import json
 import os
 
+from triage.inputs.change import parse
 from triage.inputs.registry import change_schema, float_format_schema, registry, scheduler_properties
 from triage.report.describe import DESCRIBE, describe
 
@@ -48,10 +49,10 @@ def test_every_mechanism_has_words_once():
 
 def test_the_registry_words_render_the_examples():
     # the templates read the value ({value}) or a mapping's keys: kv_latent {elements: 576}, low_rank {rank: 1024}
-    assert describe({"kv_latent": {"elements": 576}, "low_rank": {"rank": 1024}, "kv_bytes": 0.5}) == [
+    assert describe(parse({"kv_latent": {"elements": 576}, "low_rank": {"rank": 1024}, "kv_bytes": 0.5})) == [
         "latent KV cache of 576 per layer", "rank-1024 factorized projections", "KV bytes per token × 0.5"]
     for key, info in registry().items():
-        assert describe({key: info.example})[0], key
+        assert describe(parse({key: info.example}))[0], key
 
 
 def test_every_mechanism_is_a_declared_multiplier_or_has_one_function():
@@ -72,7 +73,7 @@ def test_a_prefill_only_sparsity_key_is_one_registry_entry():
 
     assert "prefill_attention_flops" in change_schema()["properties"]
     assert any("prefill_attention_flops" in line for line in change_lines("attention"))
-    assert describe({"prefill_attention_flops": 0.5}) == ["prefill attention FLOPs × 0.5"]
+    assert describe(parse({"prefill_attention_flops": 0.5})) == ["prefill attention FLOPs × 0.5"]
     card = {"id": "p", "title": "t", "direction": "attention", "change": {"prefill_attention_flops": 0.5}}
     w = {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
          "workloads": [{"name": "p", "phase": "prefill", "context": 2048, "batch": 1},

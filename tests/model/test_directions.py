@@ -9,6 +9,7 @@ from click.testing import CliRunner
 import triage
 from triage.cli import main
 from triage.inputs import catalog
+from triage.inputs.change import WeightQuant
 from triage.model import mechanisms
 from triage.model import roofline as costmodel
 
@@ -93,7 +94,7 @@ def test_split_kv_is_an_implementation_gain_from_occupancy():
 # ---- weights ----
 
 def test_group_quantized_bytes_per_weight():
-    assert mechanisms.quantized_bytes_per_weight({"bits": 4, "group_size": 128}) == 0.5 + 16 / 1024
+    assert mechanisms.quantized_bytes_per_weight(WeightQuant(4.0, bits=4, group_size=128)) == 0.5 + 16 / 1024
     c = cell(run({"weight_quant": {"bits": 4, "group_size": 128, "zero_bits": 4}}, llama(context=1)), "w")["claim"]
     assert c["bytes_by_group"]["linear"] == 6_476_271_616 * (0.5 + 20 / 1024)
     assert c["bytes_by_group"]["lm_head"] == 131_072_000 * 2          # LM head kept in 16 bits

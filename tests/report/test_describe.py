@@ -3,6 +3,7 @@
 
 import pytest
 
+from triage.inputs.change import parse
 from triage.report.describe import describe
 
 
@@ -24,4 +25,4 @@ from triage.report.describe import describe
     ({"kv_quant": {"bits": 2, "group_size": 32, "zero_bits": 16}}, "2-bit KV cache, group 32 (0.375 B per element)"),
 ])
 def test_a_format_is_worded_by_what_it_is(change, words):
-    assert describe(change) == [words]
+    assert describe(parse(change)) == [words]

@@ -148,10 +148,10 @@ def test_a_run_too_short_for_its_requests_is_not_a_steady_state():
 
 
 def test_chunked_prefill_on_the_continuous_policy_is_the_chunked_iteration_at_its_token_limit():
-    from triage.inputs.traffic import scheduler
-    s = scheduler({"policy": "continuous", "chunked_prefill": True, "max_batched_tokens": 2048, "max_seqs": 64})
+    from triage.inputs.traffic import keys, scheduler
+    s = scheduler(keys({"policy": "continuous", "chunked_prefill": True, "max_batched_tokens": 2048, "max_seqs": 64}))
     assert (s.policy, s.token_budget, s.max_seqs) == ("chunked", 2048, 64)
-    assert scheduler({"chunked_prefill": False}).policy == "continuous"
+    assert scheduler(keys({"chunked_prefill": False})).policy == "continuous"
     # a budget below the sequences it runs is refused as vLLM refuses it
     with pytest.raises(UserError, match="token_budget"):
         triage.evaluate(KV, _workload({"rates": [1], "requests": 100}, {"chunked_prefill": True,

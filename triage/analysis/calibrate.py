@@ -37,7 +37,8 @@ from ..errors import NEAR, Problem, UserError, escape
 from ..inputs import calibration_rows, units, workloads
 from ..inputs import catalog as catalog_mod
 from ..inputs.calibration_rows import TIMES
-from ..inputs.claim import Change, Claim
+from ..inputs.change import WeightQuant, resolve
+from ..inputs.claim import Claim
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
 from ..progress import SILENT, Progress
@@ -134,13 +135,14 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
             raise UserError([Problem(file, line, 1, f"$.{key}", (
                 f"unknown {key} {escape(raw[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
                 f"(or $TRIAGE_CATALOG)"), near=(raw[key], table))])
-    change: Change = {"weight_bytes": 1.0}
+    change = resolve({"weight_bytes": 1.0})
     if weights in ("int8", "int4"):
-        group = _field(raw, "group_size", file, line, 1_000_000)
-        change = {"weight_quant": {"bits": 8 if weights == "int8" else 4, "group_size": group,
-                                   "scale_bits": _field(raw, "scale_bits", file, line, 16, strict=False),
-                                   "zero_bits": _field(raw, "zero_bits", file, line, 0, strict=False),
-                                   "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}}
+        bits = 8 if weights == "int8" else 4
+        change = resolve({"weight_quant": WeightQuant(
+            float(bits), bits=bits, group_size=_field(raw, "group_size", file, line, 1_000_000),
+            scale_bits=_field(raw, "scale_bits", file, line, 16, strict=False),
+            zero_bits=_field(raw, "zero_bits", file, line, 0, strict=False),
+            keep_16bit=str(raw.get("keep_16bit", "true")).lower() == "true")})
     output = _field(raw, "output_tokens", file, line, 0, strict=False)
     if phase == "generation" and not output:
         raise UserError([Problem(file, line, 1, "$.output_tokens", "a generation row needs output_tokens")])

@@ -1,6 +1,7 @@
 """Mechanisms that cannot act where they are priced, as notices: never a quiet 1.00× (a dtype the chip
 lacks, a mechanism on a phase it does not touch, a workload where the change moves nothing); and a saving's
-multiplier above 1, which acts the wrong way (never a quiet NO-GO)."""
+multiplier above 1, which acts the wrong way (never a quiet NO-GO); and a key the serving simulation does not
+model."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..inputs.claim import Change
-from ..inputs.registry import acting_phases, growing
+from ..inputs.change import Change
 from ..inputs.specs import Hardware
 from .notices import Notice
 
@@ -25,43 +25,48 @@ def warnings(change: Change, hardware: Iterable[Hardware], workloads: Iterable[t
     out = growth(change)
     chips = list(hardware)
     workloads = list(workloads)
-    spec = change.get("speculative")
-    by_domain = spec.get("by_domain", {}) if isinstance(spec, dict) else {}
+    by_domain = dict(change.speculative.by_domain) if change.speculative is not None else {}
     unused = sorted(set(by_domain) - set(domains)) if domains is not None else []
     if unused:
         out.append(Notice("domain-unused", tuple(unused)))
-    for key in DTYPE_KEYS:
-        dtype = change.get(key)
+    for key, dtype in (("compute_dtype", change.compute_dtype), ("attention_dtype", change.attention_dtype)):
         lacking = sorted({h.key for h in chips if dtype and not h.has_peak(dtype)})
         if lacking:
             out.append(Notice("dtype-missing", tuple(lacking), key, str(dtype)))
-    for key, value in change.items():
-        phases = acting_phases(key, value)
+    for key, phases in change.acting:
         idle = list(dict.fromkeys(name for name, phase in workloads if phase not in phases))
         if idle:
             out.append(Notice("phase-untouched", tuple(idle), key, phases=tuple(sorted(phases)),
-                              alone=len(change) == 1))
+                              alone=len(change.keys) == 1))
     return out
 
 
 def growth(change: Change) -> list[Notice]:
     """A notice for each multiplier of a baseline quantity set above 1 (kv_bytes: 2): it grows what a saving
     shrinks, so the verdict must say why (a method may truly grow it: a warning, not a refusal)."""
-    return [Notice("multiplier-grows", key=key, numbers=(value,)) for key, value in growing(change)]
+    return [Notice("multiplier-grows", key=key, numbers=(value,)) for key, value in change.growing]
+
+
+def unsimulated(change: Change, served: list[str]) -> list[Notice]:
+    """What the serving simulation of the ``served`` workloads leaves out (a step of several tokens: priced at the
+    steps' level only), or, with none served, that a scheduling change found no traffic to act on."""
+    if served and change.unsimulated:
+        return [Notice("serving-unpriced", tuple(dict.fromkeys(served)), key=", ".join(change.unsimulated))]
+    return [Notice("scheduler-unpriced")] if change.scheduler is not None and not served else []
 
 
 def _hint(change: Change, settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:
     """Why a change moves nothing on a workload, where the reason is known: (a code of notices.HINTS, the value
     its words name, the numbers they state)."""
-    if "score_bytes" in change and settings.attention != "eager":
+    if change.score_bytes is not None and settings.attention != "eager":
         return "already-fused", settings.attention, ()
-    if "split_kv" in change and settings.attention == "split":
+    if change.split_kv is not None and settings.attention == "split":
         return "already-split", "", ()
-    if change.get("compute_dtype") == settings.precision["compute"]:
+    if change.compute_dtype == settings.precision["compute"]:
         return "same-dtype", settings.precision["compute"], ()
-    sparse = change.get("sparse_attention")
-    if isinstance(sparse, dict) and sparse["budget"] >= context:
-        return "budget-covers", "", (float(sparse["budget"]), context)
+    sparse = change.sparse_attention
+    if sparse is not None and sparse.budget >= context:
+        return "budget-covers", "", (float(sparse.budget), context)
     return "same-step", "", ()
 
 
@@ -71,12 +76,13 @@ def no_effect(change: Change, blocks: tuple[Any, ...], block_idx: np.ndarray, co
     over baseline, cells that do not fit aside) while some key's phase is theirs: the change cannot act there,
     which the memo must say rather than show a bare 1.00×. (A change that saves bytes on a compute-bound step
     did act: its reasons say why the time stays; a phase no key touches is phase-untouched's warning.)"""
-    dtype = change.get("compute_dtype") or change.get("attention_dtype")
-    if not change or (set(change) <= set(DTYPE_KEYS) and dtype not in {b.precision["compute"] for b in blocks}):
+    dtype = change.compute_dtype or change.attention_dtype
+    if not change.keys or (set(change.keys) <= set(DTYPE_KEYS)
+                           and dtype not in {b.precision["compute"] for b in blocks}):
         # a dtype acts on peaks, not on bytes or FLOPs: a memory-bound 1.00x is for its reasons to explain, a chip
         # without the dtype is dtype-missing's warning; only a workload already in that dtype is news here
         return []
-    acting = set().union(*(acting_phases(k, v) for k, v in change.items()))
+    acting = set().union(*(phases for _, phases in change.acting))
     moved = np.zeros(block_idx.shape, dtype=bool)
     for s in ratios:
         moved |= np.abs(np.nan_to_num(np.asarray(s, dtype=float), nan=1.0) - 1.0) > SAME

@@ -26,7 +26,6 @@ from ..defaults import PAPER_TOLERANCE as TOLERANCE
 from ..inputs import units, workloads
 from ..inputs.catalog import Catalog
 from ..inputs.claim import Claim, Section
-from ..inputs.registry import acting_phases, carried, outside_the_step, touched_groups
 from ..inputs.specs import Model, is_config_path
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
@@ -169,12 +168,12 @@ class _Priced:
         k = g.speedup_theoretical * tc / g.base.time_theoretical
         if metric == "memory":
             self.ratio = base.memory_bytes / g.claim.memory_bytes
-        elif outside_the_step(claim.change):
+        elif claim.change.outside_the_step:
             self.ratio = np.fmax(g.speedup_theoretical, g.speedup_end_to_end) * tb / g.base.time_theoretical
             self.rescued = g.speedup_end_to_end > g.speedup_theoretical
         else:
             self.ratio = k * (tb + self.extra[0]) / (tc + self.extra[1])
-            if "speculative" in claim.change:
+            if claim.change.speculative is not None:
                 # a step's all-reduces are amortized over its accepted tokens: a bound on speculation counts them
                 # (the implementation layer, here at full efficiency, is the roofline plus the all-reduces)
                 self.ratio = np.fmax(self.ratio, g.speedup_implementation * base.time_implementation
@@ -263,7 +262,7 @@ def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
     if scope in ("training", "serving"):
         return PaperCheck(reported, no_bound=scope)
     phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
-    acting = set().union(*(acting_phases(k, v) for k, v in claim.change.items())) if claim.change else set()
+    acting = claim.acting_phases()
     # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
     unstated_phase = "phase" not in setting and metric not in ("tpot", "ttft") and bool(acting) \
         and phase not in acting
@@ -312,7 +311,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
         contexts = contexts or [window]
         p = _price(claim, workloads.regrid(loaded.method, batches, contexts),
                    workloads.regrid(loaded.baseline, batches, contexts) if loaded.baseline else None, setting, metric)
-    ratios = p.scope_ratio(("attention",) if scope == "attention" else tuple(sorted(touched_groups(claim.change)))) \
+    ratios = p.scope_ratio(("attention",) if scope == "attention" else tuple(sorted(claim.change.groups))) \
         if scope in SCOPES else p.ratio
     searched = "batch" not in setting or "context" not in setting
     candidates = np.where(p.fits, ratios, np.nan) if searched else ratios
@@ -330,7 +329,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)
     kind = Item("equal-batch")
     if bool(p.rescued[best]):
-        method = p.g.claim.max_batch[best] if "capacity" in carried(claim.change) else p.grid.batch[best]
+        method = p.g.claim.max_batch[best] if "capacity" in claim.change.kinds else p.grid.batch[best]
         kind = Item("end-to-end", (int(p.g.e2e_baseline_batch[best]), int(method)))
     stated_batch = None
     if scope in SCOPES:
@@ -343,16 +342,17 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
                                 if k in setting),
                           setting.get("model"), hardware, phase, int(p.grid.batch[best]), int(p.grid.context[best]),
                           tuple(k for k in ("batch", "context") if k not in setting))
-    spec = claim.change.get("speculative")
-    if isinstance(spec, dict):
+    spec = claim.change.speculative
+    if spec is not None:
         # the number that priced the bound: the setting's domain's, else the card's default
         domain = setting.get("domain")
-        paths = [f"by_domain.{domain}"] if domain in spec.get("by_domain", {}) else \
-            [k for k in ("tokens_per_step", "acceptance") if k in spec]
+        by_domain = dict(spec.by_domain)
+        given = {k: v for k, v in (("tokens_per_step", spec.tokens_per_step), ("acceptance", spec.acceptance))
+                 if v is not None}
+        paths = {f"by_domain.{domain}": by_domain[domain]} if domain in by_domain else given
         quoted = [p for p in paths if "quote" in claim.evidence.get(f"change.speculative.{p}", {})]
         if not quoted:
-            assumed.append(Item("speculative-assumption", tuple(
-                f"{p} {spec['by_domain'][domain] if p.startswith('by_domain') else spec[p]}" for p in paths)))
+            assumed.append(Item("speculative-assumption", tuple(f"{p} {v}" for p, v in paths.items())))
     baseline_fits = bool(p.max_batch[0][best] >= p.grid.batch[best])
     misfit = None
     if not baseline_fits:

@@ -11,10 +11,9 @@ from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
 from ..inputs.claim import Claim, Section
-from ..inputs.registry import unsimulated
 from ..inputs.stack import stack
 from ..io.run import new_evaluation
-from ..model import evidence, incumbent, matrix, verdicts
+from ..model import evidence, incumbent, matrix, mechanisms, verdicts
 from ..progress import SILENT, Progress
 from . import cannot_act, decision, papercheck, serving, where_it_pays
 from .evaluation import Evaluation
@@ -85,17 +84,21 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     return n, chunks()
 
 
-def _profile_tp(m: matrix.Matrix, claim_tp: float | None) -> list[Notice]:
+def _profile_tp(m: matrix.Matrix, claim_tp: np.ndarray) -> list[Notice]:
     """A workload priced with an engine profile's chip entry at a tensor-parallel degree its rows did not run at
-    (the workload's own, or the claim's system's): the entry still prices it (its per-sequence and per-request
-    costs are the host's), and the memo says so. Not where every cell of it lies outside the entry's range
-    (those take the default: profile-range)."""
+    (the workload's own, or the claim's system's: ``claim_tp`` per cell, as priced): the entry still prices it
+    (its per-sequence and per-request costs are the host's), and the memo says so. Not where every cell of it
+    lies outside the entry's range (those take the default: profile-range)."""
     out = []
     for b, s in enumerate(m.blocks):
         if s.engine is None:
             continue
         engine = s.engine
-        degrees = [(float(s.tp), 0.0)] + ([(float(claim_tp), 1.0)] if claim_tp and claim_tp != s.tp else [])
+        on = np.flatnonzero(m.block_idx == b)
+        if on.size == 0:
+            continue
+        system = float(claim_tp[on[0]])
+        degrees = [(float(s.tp), 0.0)] + ([(system, 1.0)] if system != s.tp else [])
         for h, hw in enumerate(m.hardware):
             r = engine.ranges.get(hw.key)
             if r is None or all(r.covers_tp(tp) for tp, _ in degrees):
@@ -129,18 +132,6 @@ def held(cells: int, copies: int, stacked: bool) -> None:
             f"{copies:,} {'evaluations (the stack, and each of its cards alone)' if stacked else 'cards compared'} "
             f"of {cells:,} cells = {cells * copies:,} held at once; one command holds at most {LIMITS.cells:,} "
             f"(limit cells): fewer cards or a smaller matrix (`triage sweep` streams one card)"))])
-
-
-def _check_applies(claim: Claim, m: matrix.Matrix) -> None:
-    """A change that cannot act on the matrix's models is an error, never a quiet 1.00x (or a growth)."""
-    n = claim.change.get("kv_heads")
-    if n is None:
-        return
-    heads = [mod.num_key_value_heads for mod in m.models if not mod.is_mla]
-    if heads and n >= max(heads):
-        raise UserError([Problem(claim.file, path="$.change.kv_heads", message=(
-            f"kv_heads {n} does not reduce the KV heads of any model here (at most {max(heads)}): GQA/MQA keeps "
-            f"fewer heads than the model has"))])
 
 
 def _check_physical(g: evidence.Gaps) -> None:
@@ -189,7 +180,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     paper = papercheck.load(claim, cat)
     models = resolved.models
     held(len(m), 1 + len(claim.stacked), stacked=True)
-    _check_applies(claim, m)
+    mechanisms.check_applies(claim.change, claim.file, m.models)
     progress.stage("pricing", len(m))
     g = evidence.compute(m, claim, models)                            # price
     _check_physical(g)
@@ -234,13 +225,8 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
             r = engine.ranges[chip]
             found.append(Notice("profile-range", (block.name,), engine.key, chip, r.phases,
                                 (*r.batch, *r.context, float(mask.sum())), r.weights))
-    found += _profile_tp(m, claim.change.get("tp"))
-    missed = unsimulated(claim.change)
-    if missed and served:
-        found.append(Notice("serving-unpriced", tuple(dict.fromkeys(m.blocks[b].name for b, _, _ in served)),
-                            key=", ".join(missed)))
-    if "scheduler" in claim.change and not served:
-        found.append(Notice("scheduler-unpriced"))
+    found += _profile_tp(m, np.broadcast_to(g.claim.inputs.tp, m.batch.shape))
+    found += cannot_act.unsimulated(claim.change, [m.blocks[b].name for b, _, _ in served or ()])
     if analyse:
         progress.stage("analysing")
     return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse

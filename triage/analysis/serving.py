@@ -121,14 +121,13 @@ def run_budget(progress: Progress = SILENT) -> Budget:
 def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress, shown: bool = True) -> Results:
     """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``; the
     stage told to ``progress`` once the work is checked."""
-    change = traffic_mod.parse_change(claim)
     sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
     for (b, mi, hi), i in _pairs(m).items():
         block = m.blocks[b]
         where = f"{m.models[mi].label} on {m.hardware[hi].key}"
         window = m.models[mi].window
         tp_b, tp_c = (int(np.broadcast_to(x.tp, (len(m),))[i]) for x in (g.base.inputs, g.claim.inputs))
-        merged = {**block.scheduler, **change}
+        merged = g.schedulers[b]                 # the card's change.scheduler laid over the block's (model)
         wrong = traffic_mod.scheduler_problem(merged)
         if wrong:
             raise UserError([Problem(claim.file, path="$.change.scheduler", message=f"on workload {block.name!r}: "

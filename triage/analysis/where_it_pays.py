@@ -14,8 +14,7 @@ import numpy as np
 
 from .. import defaults
 from ..defaults import ANALYSIS_WORKERS, LIMITS, LONG_CONTEXT_TOKENS
-from ..inputs.claim import Claim, Spec
-from ..inputs.registry import changes_format, switchable, touched_groups
+from ..inputs.claim import Claim
 from ..inputs.specs import Model
 from ..model import evidence, verdicts
 from ..model.matrix import Matrix
@@ -186,15 +185,17 @@ def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
     out: list[tuple[str, float | bool, Claim]] = []
     for eff in (0.5, 0.75, 1.0):
         out.append(("bandwidth_efficiency", eff, replace(claim, bandwidth_efficiency=eff)))
-    if changes_format(claim.change):
+    change = claim.change
+    if change.changes_format:
         for kernel in (False, True):
             out.append(("kernel", kernel, replace(claim, kernel=kernel)))
-    spec: Spec = claim.change.get("speculative", {})
-    if "acceptance" in spec:
+    spec = change.speculative
+    if spec is not None and spec.acceptance is not None:
         for delta in (-0.2, -0.1, 0.0, 0.1):
-            alpha = min(max(spec["acceptance"] + delta, 0.0), 1.0)
-            change = {**claim.change, "speculative": {**spec, "acceptance": alpha}}
-            out.append(("acceptance", alpha, replace(claim, change=change)))
+            alpha = min(max(spec.acceptance + delta, 0.0), 1.0)
+            # the change's facts do not depend on its acceptance (inputs/change.py): the field alone is replaced
+            varied = replace(change, speculative=replace(spec, acceptance=alpha))
+            out.append(("acceptance", alpha, replace(claim, change=varied)))
     for retained in (0.98, 0.99, 1.0):
         out.append(("quality_retained", retained, replace(claim, quality_retained=retained)))
     return out
@@ -218,7 +219,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
             g = evidence.compute(m, variant, models, baseline=priced.base if priced is not None else None,
                                retime=_retimable(claim, variant, priced))
             if served:
-                same = name == "quality_retained" or not touched_groups(claim.change)
+                same = name == "quality_retained" or not claim.change.groups
                 g = serving.price(m, variant, g, served if same else None, work, shown=False)[1]
         v = verdicts.decide(m, variant, g)
         d = decision.decide(m, variant, g, v)
@@ -240,7 +241,7 @@ def _retimable(claim: Claim, variant: Claim, priced: evidence.Gaps | None) -> ev
     """The card's own claim side, where a variant moves only its kernels' efficiencies: the same change and a
     kernel that reads it (the bytes it reads hold), nothing switched per cell and no draft model."""
     same = variant.change is claim.change and variant.kernel == claim.kernel and claim.kernel
-    plain = not switchable(claim.change) and "speculative" not in claim.change
+    plain = not claim.change.switchable and claim.change.speculative is None
     return priced.claim if priced is not None and same and plain else None
 
 

@@ -12,6 +12,7 @@ from ..defaults import CARD_EFFICIENCY, CARD_KERNEL, CARD_LONG_CONTEXT_TESTED, L
 from ..errors import NEAR, Problem, UserError
 from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
+from . import change as change_mod
 from . import traffic as traffic_mod
 from .claim import Claim, QualityFigure
 from .hfconfig import load_model
@@ -260,6 +261,14 @@ def placeholder_problems(doc: Document) -> list[Problem]:
                               f"value, or delete the line") for path in _placeholders(doc.data, ())]
 
 
+def _change(doc: Document, raw: dict[str, Any]) -> dict[str, Any]:
+    """The card's schema-valid change section, its scheduler's links in base units (checked already)."""
+    if "scheduler" not in raw:
+        return dict(raw)
+    problems: list[Problem] = []
+    return {**raw, "scheduler": traffic_mod.parse_links(doc, ("change", "scheduler"), problems)}
+
+
 def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, strict_evidence: bool = False) -> Claim:
     """A parsed card document -> Claim, or UserError listing every problem (placeholders first: a schema
     complaint about a placeholder's type would only repeat it)."""
@@ -277,7 +286,8 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, str
         d = {**d, "change": {}}
     return Claim(
         id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
-        change=dict(d["change"]), paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
+        change=change_mod.parse(_change(doc, d["change"]), d["change"]),
+        paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
         kernel=impl.get("kernel", CARD_KERNEL),
         kernel_in=impl.get("kernel_in", "paper" if impl.get("kernel", CARD_KERNEL) else "none"),
         bandwidth_efficiency=impl.get("bandwidth_efficiency", CARD_EFFICIENCY),

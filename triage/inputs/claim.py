@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Any
 
 from ..records import record
+from .change import Change, to_json
 from .specs import Model
 
 HOURS_PER_WEEK = 7 * 24
@@ -42,11 +43,8 @@ class QualityFigure:
         return self.claim / self.baseline - 1.0
 
 
-# A card's sections as validated against the claim schema (schemas/claim.schema.json; its change section generated
-# from the mechanism registry): read, never written, past inputs/. ``Change`` maps each change key to its
-# multiplier, format name or spec; a ``Spec`` is one key's mapping (kv_quant, speculative, sparsity, …).
-Change = Mapping[str, Any]
-Spec = Mapping[str, Any]
+# A card's paper and claim sections as validated against the claim schema (schemas/claim.schema.json): read,
+# never written, past inputs/. Its change is typed (inputs/change.py).
 Section = Mapping[str, Any]
 
 
@@ -101,10 +99,14 @@ class Claim:
     def claimed_speedup(self) -> float | None:
         return self.claim.get("speedup")
 
+    def acting_phases(self) -> frozenset[str]:
+        """The phases the card's change acts on (each key's own; sparse_attention's named ones)."""
+        return frozenset().union(*(phases for _, phases in self.change.acting))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "title": self.title, "direction": self.direction, "file": self.file,
-            "paper": self.paper, "claim": self.claim, "change": self.change,
+            "paper": self.paper, "claim": self.claim, "change": to_json(self.change),
             "implementation": {"kernel": self.kernel, "kernel_in": self.kernel_in,
                                "bandwidth_efficiency": self.bandwidth_efficiency,
                                "compute_efficiency": self.compute_efficiency},

@@ -5,8 +5,6 @@ function."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import field
 from functools import cache
 from typing import Any
@@ -105,20 +103,6 @@ def float_format_schema() -> dict[str, Any]:
                            f"OCP OFP8): its bits per element, scales counted apart."}
 
 
-def element_bits(spec: Mapping[str, Any]) -> float:
-    """Bits per stored element of a weight or KV format: its integer ``bits``, or its float ``format``'s
-    (e3m2: 6)."""
-    return float(float_formats()[spec["format"]].bits) if "format" in spec else float(spec["bits"])
-
-
-def growing(change: Mapping[str, Any]) -> list[tuple[str, float]]:
-    """The multipliers of a baseline quantity (the registry's ``multiplies``) that a change sets above 1: a
-    saving written upside down (kv_bytes: 2 for a 2× compression) grows what it names."""
-    table = registry()
-    return [(key, float(value)) for key, value in change.items()
-            if table[key].multiplies is not None and isinstance(value, (int, float)) and value > 1]
-
-
 def change_schema() -> dict[str, Any]:
     """The claim schema's `change` section, generated from the registry (schemas/claim.schema.json holds it
     as generated; tests/inputs/test_registry.py keeps the two equal)."""
@@ -152,123 +136,20 @@ def classes() -> dict[str, MechanismClass]:
             for key, v in _data("classes.yaml").items()}
 
 
-def claim_classes(change: Mapping[str, Any]) -> list[str]:
-    """The classes of a change's mechanisms, in registry order, each once."""
-    table = registry()
-    return list(dict.fromkeys(table[key].klass for key in table if key in change))
-
-
 # A format's dtype, in bits, where a change names one (compute_dtype: int8 -> 8).
 DTYPE_BITS = {"fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "fp6": 6, "int4": 4, "fp4": 4}
-
-
-def declared_bits(change: Mapping[str, Any], klass: str) -> float | None:
-    """The bits per value a change declares for a quantization class: its format's ``bits`` (a float format's
-    element bits: e3m2 -> 6); a multiplier of 16-bit bytes alone (kv_bytes, weight_bytes) counts as ⌊16·m⌋
-    bits, scales included (0.27 -> 4); None where the class declares no width."""
-    fmt = {"kv-quantization": ("kv_quant", "kv_bytes"), "weight-quantization": ("weight_quant", "weight_bytes"),
-           "activation-quantization": ("compute_dtype", None)}.get(klass)
-    if fmt is None:
-        return None
-    declared, multiplier = fmt
-    value = change.get(declared)
-    if isinstance(value, dict):
-        return element_bits(value)
-    if isinstance(value, str):
-        return float(DTYPE_BITS[value])
-    m = change.get(multiplier) if multiplier else None
-    return float(math.floor(16 * m + 1e-9)) if isinstance(m, (int, float)) else None
-
-
-def incumbent_classes(change: Mapping[str, Any]) -> list[MechanismClass]:
-    """The classes whose incumbent a change must beat: it declares fewer bits than the incumbent (a format at
-    or above them is the incumbent's own kind, judged against the baseline)."""
-    table = classes()
-    out = []
-    for key in claim_classes(change):
-        c = table[key]
-        bits = declared_bits(change, key)
-        if c.incumbent is not None and bits is not None and bits < c.incumbent.bits:
-            out.append(c)
-    return out
-
-
-def kv_format(change: Mapping[str, Any]) -> bool:
-    """Whether the change alters what the KV cache holds (every attention backend must then read it)."""
-    table = registry()
-    return any(table[key].kv_format for key in change)
-
-
-def acting_phases(key: str, value: object) -> set[str]:
-    """The phases a change key acts on: the registry's, or those its value names (sparse_attention)."""
-    if isinstance(value, dict) and "phases" in value:
-        return set(value["phases"])
-    return set(registry()[key].phases)
 
 
 WEIGHT_FORMATS = frozenset({"weight_bytes", "weight_quant", "sparsity"})   # what dequantizing weights reads
 KV_FORMATS = frozenset({"kv_bytes", "kv_quant"})                          # what dequantizing the KV reads
 
 
-def group_phases(change: Mapping[str, Any]) -> dict[str, set[str]]:
-    """Operator groups whose kernels the change replaces, each with the phases a mechanism replaces it in."""
-    table = registry()
-    out: dict[str, set[str]] = {}
-    for key, value in change.items():
-        if key != "dequant_ops":
-            for g in table[key].groups:
-                out.setdefault(g, set()).update(acting_phases(key, value))
-    ops = change.get("dequant_ops")
-    if ops is not None:          # dequantization runs where a changed format is read: KV, weights or both
-        spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-        for group, read, formats in (("attention", "kv", KV_FORMATS), ("linear", "weights", WEIGHT_FORMATS)):
-            for k in formats & set(change) if spec.get(read) else ():
-                out.setdefault(group, set()).update(acting_phases(k, change[k]))
-    return out
-
-
-def touched_groups(change: Mapping[str, Any]) -> set[str]:
-    """Operator groups whose kernels the change replaces."""
-    return set(group_phases(change))
-
-
-def changes_format(change: Mapping[str, Any]) -> bool:
-    """Whether any mechanism changes a storage format (so a missing kernel matters)."""
-    table = registry()
-    return any(table[key].reverts for key in change)
-
-
 OUTSIDE_THE_STEP = ("utilization", "capacity", "scheduling")
-
-
-def outside_the_step(change: Mapping[str, Any]) -> bool:
-    """Whether part of the change's gain lies outside one step (batch slots, memory capacity): the end-to-end
-    layer, not the step's bound, then decides."""
-    table = registry()
-    return any(table[key].carries in OUTSIDE_THE_STEP for key in change)
 
 
 # What the serving simulation's iterations do not carry: a step emits one token a sequence, so more tokens a
 # step (speculation) is priced at the steps' level only.
 UNSIMULATED = {"tokens_per_step"}
-
-
-def unsimulated(change: Mapping[str, Any]) -> list[str]:
-    """The change's keys the serving simulation does not model (their 'carries' is in UNSIMULATED)."""
-    table = registry()
-    return [key for key in change if table[key].carries in UNSIMULATED]
-
-
-def switchable(change: Mapping[str, Any]) -> bool:
-    """Whether every mechanism of the change is one an operator switches per deployment."""
-    table = registry()
-    return bool(change) and all(table[key].optional for key in change)
-
-
-def carried(change: Mapping[str, Any]) -> set[str]:
-    """What the change's gain is made of (the registry's 'carries' of each key)."""
-    table = registry()
-    return {table[key].carries for key in change}
 
 
 # What a claim must show before it can be GO, per class of method (the course's failure condition 3).
@@ -277,22 +158,6 @@ PERPLEXITY_AND_TASK = ("perplexity and a downstream task evaluated: quality.eval
                        "and an lm-eval task)")
 LOW_BITS = 4           # a format at or below this many bits per value is a low-bit class (the course's condition 3)
 _PERPLEXITY = ("wikitext", "ppl", "perplexity", "c4", "pile")
-
-
-def evidence_needed(change: Mapping[str, Any], quality_retained: float | None) -> list[str]:
-    """The evidence a lossy method of this kind must show, read from its declared format: token eviction,
-    sparse KV reads or KV at 4 bits or fewer need long-context retrieval; weights at 4 bits or fewer need
-    perplexity and a downstream task. An exact method (quality retained 1.0 by construction) needs neither."""
-    if quality_retained == 1.0:
-        return []
-    needed = []
-    kv = declared_bits(change, "kv-quantization")
-    if "kv_tokens" in change or "kv_read" in change or (kv is not None and kv <= LOW_BITS):
-        needed.append(LONG_CONTEXT)
-    weights = declared_bits(change, "weight-quantization")
-    if weights is not None and weights <= LOW_BITS:
-        needed.append(PERPLEXITY_AND_TASK)
-    return needed
 
 
 def evidence_missing(needed: list[str], long_context_tested: bool, evaluated_on: tuple[str, ...]) -> list[str]:

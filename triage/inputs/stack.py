@@ -9,9 +9,9 @@ ambiguous and refused. Each key's rule is the registry's (inputs/mechanisms.yaml
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..errors import Problem, UserError
+from .change import Value, resolve, values
 from .claim import KERNEL_PLACES, Claim
 from .registry import registry
 
@@ -24,16 +24,16 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         raise UserError([Problem(c.file, path="$.id", message=f"two stacked cards have the id {dup!r}: give each "
                                                               f"its own") for c in claims if c.id == dup])
-    change: dict[str, Any] = {}
+    change: dict[str, Value] = {}
     owner: dict[str, str] = {}
     problems = []
     rules = registry()
     for c in claims:
-        for key, value in c.change.items():
+        for key, value in values(c.change).items():
             if key not in change:
                 change[key], owner[key] = value, c.id
             elif rules[key].compose == "product":
-                change[key] = change[key] * value
+                change[key] = float(change[key]) * float(value)  # type: ignore[arg-type]
             else:
                 problems.append(Problem(c.file, path=f"$.change.{key}", message=(
                     f"{owner[key]!r} and {c.id!r} both set {key}: stacking them is ambiguous")))
@@ -51,7 +51,7 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         id=card_id or "+".join(c.id for c in claims),
         title=title or " + ".join(c.title for c in claims),
         file=" + ".join(c.file for c in claims),
-        change=change,
+        change=resolve(change),
         paper={"title": "stack of " + ", ".join(c.id for c in claims)},
         claim={"text": "the cards applied together: " + "; ".join(c.claim.get("text", c.title) for c in claims)},
         kernel=all(c.kernel for c in claims),

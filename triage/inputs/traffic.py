@@ -250,11 +250,12 @@ def _quantity(doc: Document, path: tuple[Any, ...], value: Any, kind: str, probl
 
 
 def parse_scheduler(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -> dict[str, Any]:
-    """The schema-valid `scheduler:` block at ``path``, its links in bytes/s and latency in seconds."""
+    """The schema-valid `scheduler:` block at ``path``, its links in bytes/s and latency in seconds (a workload
+    file's layers merge these before they become SchedulerKeys)."""
     raw = doc.data
     for part in path:
         raw = raw[part]
-    wrong = scheduler_problem(raw)
+    wrong = scheduler_problem(keys(raw))
     if wrong:
         problems.append(doc.problem(path + (wrong[0],), wrong[1]))
     return parse_links(doc, path, problems)
@@ -269,21 +270,63 @@ def parse_links(doc: Document, path: tuple[Any, ...], problems: list[Problem]) -
     return _links(raw, lambda key, value, kind: _quantity(doc, path + (key,), value, kind, problems))
 
 
-def scheduler_problem(raw: dict[str, Any]) -> tuple[str, str] | None:
+@record
+class SchedulerKeys:
+    """The keys a `scheduler:` block sets (a workload's, or a card's `change.scheduler`, which is laid over it),
+    its links in bytes/s and latency in seconds; None: not set, the policy's default (Scheduler) holds."""
+
+    policy: str | None = None
+    max_seqs: int | None = None
+    max_batched_tokens: int | None = None
+    token_budget: int | None = None
+    preemption: str | None = None
+    kv: str | None = None
+    reserve: str | None = None
+    max_length: int | None = None
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+    link: float | None = None
+    host_link: float | None = None
+    link_latency: float | None = None
+    prefix_caching: bool | None = None
+    block_size: int | None = None
+    replicas: int | None = None
+    pp: int | None = None
+    chunked_prefill: bool | None = None
+    scheduler_steps: int | None = None
+    written: tuple[tuple[str, str], ...] = ()    # the link quantities as the card wrote them ('300 GB/s'), echoed
+
+
+
+SCHEDULER_KEYS = tuple(f.name for f in dataclasses.fields(SchedulerKeys) if f.name != "written")
+
+
+def given(keys: SchedulerKeys) -> dict[str, Any]:
+    """The keys a block sets, as the card or workload file wrote them (links in base units)."""
+    return {k: v for k in SCHEDULER_KEYS if (v := getattr(keys, k)) is not None}
+
+
+def keys(raw: dict[str, Any] | None) -> SchedulerKeys:
+    """A schema-valid scheduler block (its links already in base units, or not yet: only their presence is
+    read before they are) -> SchedulerKeys."""
+    return SchedulerKeys(**(raw or {}))
+
+
+def scheduler_problem(keys: SchedulerKeys) -> tuple[str, str] | None:
     """What makes a scheduler block one no engine runs, as (the key at fault, why), or None. A chunked iteration
     carries every running decode and prompt chunks up to the budget, so a budget below the sequences it runs
     starves the prompts (one token an iteration at best); vLLM refuses it: "max_num_batched_tokens (...) must be
     greater than or equal to max_num_seqs (...)" (vllm/config/scheduler.py, SchedulerConfig._verify_args, commit
     f0de1a6)."""
-    policy = raw.get("policy", "continuous")
-    if "chunked_prefill" in raw and policy != "continuous":
+    policy = keys.policy or "continuous"
+    if keys.chunked_prefill is not None and policy != "continuous":
         return "chunked_prefill", (f"chunked_prefill belongs to the continuous policy (the {policy} policy chunks "
                                    f"{'its prompts already' if policy == 'chunked' else 'nothing'}): leave it out")
-    if raw.get("scheduler_steps", 1) > 1 and (policy != "continuous" or raw.get("chunked_prefill")):
+    if (keys.scheduler_steps or 1) > 1 and (policy != "continuous" or keys.chunked_prefill):
         return "scheduler_steps", ("scheduler_steps (multi-step scheduling) is modelled on the continuous policy "
                                    + ("without chunked prefill (vLLM runs the two together on another path)"
                                       if policy == "continuous" else f"only, not the {policy} one") + ": leave it out")
-    s = scheduler(raw)
+    s = scheduler(keys)
     if s.policy == "chunked" and s.token_budget < s.max_seqs:
         return "token_budget", (f"a chunked token_budget ({s.token_budget:,}) below max_seqs ({s.max_seqs:,}) leaves "
                                 f"the prompts no room while the decodes run; engines refuse it (vLLM: "
@@ -308,14 +351,14 @@ def _links(raw: dict[str, Any], parse: Any) -> dict[str, Any]:
 _WHOLE = tuple(f.name for f in dataclasses.fields(Scheduler) if f.type in ("int", int))
 
 
-def scheduler(raw: dict[str, Any] | None) -> Scheduler:
-    """A parsed `scheduler:` block (parse_scheduler; a card's `change.scheduler` laid over it) -> Scheduler. The
+def scheduler(keys: SchedulerKeys | None) -> Scheduler:
+    """A scheduler block's keys (a card's `change.scheduler` laid over a workload's) -> Scheduler. The
     continuous policy with `chunked_prefill: true` is the chunked iteration with `max_batched_tokens` as its budget,
     as vLLM's enable_chunked_prefill runs it: "By default, vLLM scheduler prioritizes prefills ... Once chunked
     prefill is enabled, the policy is changed to prioritize decode requests" (vLLM's performance docs, quoted in
     vllm-project/vllm#7874), max_num_batched_tokens the "Maximum number of tokens to be processed in a single
     iteration" (vllm/config/scheduler.py, SchedulerConfig, v0.10.2)."""
-    raw = dict(raw or {})
+    raw = given(keys) if keys is not None else {}
     if raw.pop("chunked_prefill", False) and raw.get("policy", "continuous") == "continuous":
         raw["policy"] = "chunked"
         raw.setdefault("token_budget", raw.get("max_batched_tokens", Scheduler.max_batched_tokens))
@@ -396,13 +439,3 @@ def read_trace(path: Path, problems: list[Problem]) -> Trace | None:
                                                         "rate to scale"))
         return None
     return Trace(file, a[:, 0] - a[0, 0], a[:, 1].copy(), a[:, 2].copy())
-
-
-def parse_change(claim: Any) -> dict[str, Any]:
-    """A card's `change.scheduler`, its links and latency in base units (errors addressed to the card)."""
-    def parse(key: str, value: Any, kind: str) -> float:
-        try:
-            return units.parse(value, kind)
-        except units.UnitError as exc:
-            raise UserError([Problem(claim.file, path=f"$.change.scheduler.{key}", message=str(exc))]) from None
-    return _links(claim.change.get("scheduler") or {}, parse)

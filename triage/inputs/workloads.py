@@ -78,7 +78,7 @@ class Settings:
     engine: catalog_mod.Engine | None = None      # the serving engine's profile, if named
     explicit: frozenset[str] = frozenset()        # bandwidth/compute/overhead_s the workload gives (beat a profile)
     traffic: traffic_mod.Traffic | None = None     # a serving simulation's request stream
-    scheduler: dict[str, Any] = field(default_factory=dict)    # its engine's scheduler (parsed keys)
+    scheduler: traffic_mod.SchedulerKeys = field(default_factory=traffic_mod.SchedulerKeys)   # its engine's keys
     traffic_at: Problem | None = None      # where its traffic block stands (file, line, path): serving errors' address
 
 
@@ -217,7 +217,7 @@ def _settings(merged: dict[str, Any], name: str, description: str, engine: catal
         domain=merged.get("domain"),
         beyond_window=merged["beyond_window"],
         traffic=merged.get("traffic"),
-        scheduler=merged.get("scheduler", {}),
+        scheduler=traffic_mod.keys(merged.get("scheduler")),
         long_context=merged.get("long_context"),
         share=merged.get("share"),
     )

@@ -21,8 +21,8 @@ import numpy as np
 from ..defaults import CAPACITY_TP
 from ..inputs.catalog import FIXED_COSTS
 from ..inputs.claim import Claim
-from ..inputs.registry import carried, group_phases, switchable
 from ..inputs.specs import Model
+from ..inputs.traffic import SchedulerKeys
 from ..records import record
 from . import mechanisms
 from .matrix import Matrix, compact, peak_flops, precision_bytes
@@ -94,6 +94,8 @@ class Gaps:
     # what each cell's end-to-end gain measures, a code into E2E_METRICS (the gain changes meaning across a
     # frame: a step-time ratio where both sides run the batch, a throughput ratio where only the claim does, ...)
     e2e_metric: np.ndarray
+    # each workload's scheduler on the claim side: the card's change.scheduler laid over the block's
+    schedulers: tuple[SchedulerKeys, ...] = ()
 
 
 # what an end-to-end gain is a ratio of: TPOT or TTFT at the cell's batch; tokens/s with the baseline at the
@@ -343,10 +345,10 @@ def efficiencies(claim: Claim, ce: Any, be: Any, decode: np.ndarray | None = Non
     """Baseline and claim efficiencies per group: a changed kernel runs at the card's share of the baseline
     kernel's efficiency, never above the peak, on the phases its mechanisms act on (``decode``: the cells'
     phase; a cell of the other phase runs the baseline's kernel, as its bytes and FLOPs say)."""
-    phases = group_phases(claim.change)
+    phases = dict(claim.change.group_phases)
 
     def share(card: float, g: str) -> Any:
-        acts = phases.get(g, set())
+        acts: frozenset[str] = phases.get(g, frozenset())
         if not acts:
             return 1.0
         if decode is None or acts >= {"decode", "prefill"}:
@@ -422,8 +424,9 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
 
     base = baseline or _variant(base_x, base_x, hw, base_ceff, base_beff, fixed, capacity, reserve)
     spec = None
-    if "speculative" in claim.change:
-        plan = mechanisms.speculative_plan(claim.change["speculative"])
+    speculative = claim.change.speculative
+    if speculative is not None:
+        plan = mechanisms.speculative_plan(speculative)
         if plan.draft_model:
             draft_x = replace(model_inputs(plan.draft_model), query_tokens=np.asarray(1.0))
             draft_cost = step_cost(draft_x)
@@ -434,13 +437,13 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
             draft = _Layers(base.time_theoretical * c, base.time_implementation * c,
                             base.time_end_to_end * base_x.utilization * c)
             draft_mem = None
-        expected = _block_column(m, lambda s: mechanisms.expected_for(claim.change["speculative"], s.domain))
+        expected = _block_column(m, lambda s: mechanisms.expected_for(speculative, s.domain))
         spec = _Speculation(plan, draft, draft_mem, m.decode, expected)
     new = _variant(claim_x, claim_read, hw, claim_ceff, claim_beff, fixed, capacity, reserve, spec, retime)
     # on everywhere, and its gain when on is the cell's own, unless an operator switches it per deployment
     switched_on: np.ndarray = np.asarray(True)
     when_on: np.ndarray = np.asarray(np.nan)
-    optional = switchable(claim.change)
+    optional = claim.change.switchable
     if optional:
         with np.errstate(divide="ignore", invalid="ignore"):
             when_on = np.where(base.fits & new.fits, base.time_end_to_end / new.time_end_to_end, np.nan)
@@ -483,7 +486,7 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
     gpus_b, gpus_c = base_x.tp, claim_x.tp
     claim_batch = m.batch
     claim_step = new.time_end_to_end
-    if "capacity" in carried(claim.change):
+    if "capacity" in claim.change.kinds:
         # memory turned into throughput: each side at the largest batch it fits (PagedAttention's argument)
         b0, b1 = base.max_batch, new.max_batch
         at0 = _variant(base_x.with_batch(np.maximum(b0, 1.0)), base_x.with_batch(np.maximum(b0, 1.0)), hw,
@@ -499,19 +502,19 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
         claim_step = at1.time_end_to_end
     spilled: np.ndarray = np.asarray(False)
     base_theo: np.ndarray = np.broadcast_to(base.time_theoretical, m.batch.shape)
-    if "capacity" not in carried(claim.change):
+    if "capacity" not in claim.change.kinds:
         gpus_b, spilled, base_step, e2e_batch, base_theo = _spill(
             m, base_x, base.fits, new.fits, base.max_batch, hw, base_ceff, base_beff, fixed, capacity, reserve,
             base_step, e2e_batch, base_theo)
     with np.errstate(invalid="ignore"):
         base_req = request_seconds(steps, base_step, gpus_b, e2e_batch)
-        claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in carried(claim.change))),
+        claim_req = np.where(np.isfinite(claim_batch) & (new.fits | ("capacity" in claim.change.kinds)),
                              request_seconds(steps, claim_step, gpus_c, claim_batch), np.nan)
     if spilled.any():                    # the baseline on more GPUs: the gain is GPU-time for the same requests
         with np.errstate(invalid="ignore", divide="ignore"):
             s_e2e = np.where(spilled, base_req / claim_req, s_e2e)
     metric = np.where(m.decode, e2e_metric_code("tpot_ratio"), e2e_metric_code("ttft_ratio"))
-    if "capacity" in carried(claim.change):
+    if "capacity" in claim.change.kinds:
         metric = np.full(m.batch.shape, e2e_metric_code("throughput_at_max_batch"))
     metric = np.where(rescue, e2e_metric_code("throughput_at_max_batch"), metric)
     metric = np.where(spilled, e2e_metric_code("gpu_time_per_request"), metric).astype(np.int8)
@@ -521,4 +524,5 @@ def compute(m: Matrix, claim: Claim, models: dict[str, Model], switch_optional: 
                 np.broadcast_to(request_seconds(steps, new.time_theoretical, gpus_c, m.batch), m.batch.shape),
                 np.broadcast_to(switched_on, m.batch.shape),
                 np.broadcast_to(when_on, m.batch.shape), engine,
-                np.broadcast_to(np.asarray(gpus_b, dtype=float), m.batch.shape), np.broadcast_to(metric, m.batch.shape))
+                np.broadcast_to(np.asarray(gpus_b, dtype=float), m.batch.shape), np.broadcast_to(metric, m.batch.shape),
+                mechanisms.schedulers(claim.change, m.blocks))

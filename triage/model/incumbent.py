@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 
+from ..inputs.change import combine, incumbent_candidates
 from ..inputs.claim import Claim
-from ..inputs.registry import incumbent_classes
 from ..inputs.specs import Model
 from ..records import record
 from . import evidence
@@ -27,12 +27,12 @@ class IncumbentPrice:
 
 def price(m: Matrix, claim: Claim, g: evidence.Gaps, models: dict[str, Model]) -> IncumbentPrice | None:
     """The incumbent of every class the claim must beat (a format below the incumbent's bits), or None."""
-    classes = incumbent_classes(claim.change)
+    classes = claim.change.incumbents
     if not classes:
         return None
     best = np.array(g.base_request_s, dtype=float)
-    for combo in itertools.product(*[c.incumbent.candidates for c in classes if c.incumbent is not None]):
-        change = {k: v for part in combo for k, v in part.items()}
+    for combo in itertools.product(*[incumbent_candidates(c.key) for c in classes]):
+        change = combine(combo)
         shipped = Claim(id="incumbent", title="incumbent", direction=claim.direction, file="<incumbent>",
                         change=change, kernel=True, kernel_in="engine", quality_retained=1.0)
         best = np.fmin(best, evidence.compute(m, shipped, models).claim_request_s)

@@ -12,16 +12,35 @@ with the plan this module gives.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..defaults import DRAFT_PASSES, OUTLIER_BITS, ROTATIONS_PER_LAYER, SCALE_BITS, ZERO_BITS
-from ..inputs.claim import Change, Spec
-from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, element_bits, registry
+from ..errors import Problem, UserError
+from ..inputs.change import (
+    Batching,
+    Change,
+    DequantOps,
+    Hadamard,
+    KvLatent,
+    KvQuant,
+    KvRead,
+    LowRank,
+    SchedulerKeys,
+    SparseAttention,
+    Sparsity,
+    Speculative,
+    StreamingHeads,
+    TokenKeep,
+    Value,
+    WeightQuant,
+)
+from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
+from ..inputs.traffic import SCHEDULER_KEYS
 from ..records import record
 from .roofline import StepInputs, attended_tokens, by_phase
 
@@ -41,22 +60,27 @@ class Context:
 # ---- cache -------------------------------------------------------------------------------------
 
 
-def kv_quant_bytes(spec: Spec) -> float:
+def kv_quant_bytes(spec: KvQuant) -> float:
     """A quantized KV element: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes (no group_size: one scale
     per tensor, negligible), plus a dense-and-sparse format's outliers at outlier_bits each (value and index;
     Hooper et al. 2024 §3.5). 2 bits with an fp16 scale and zero per 32 elements: 0.25 + 32/256 = 0.375 B. A
     float format's bits are its element's (e4m3: 8)."""
-    group = spec.get("group_size")
-    scales = (spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)) / (8 * group) if group else 0.0
-    return element_bits(spec) / 8 + scales + spec.get("outliers", 0.0) * spec.get("outlier_bits", OUTLIER_BITS) / 8
+    group = spec.group_size
+    scales = (_or(spec.scale_bits, SCALE_BITS) + _or(spec.zero_bits, ZERO_BITS)) / (8 * group) if group else 0.0
+    return spec.element_bits / 8 + scales + _or(spec.outliers, 0.0) * _or(spec.outlier_bits, OUTLIER_BITS) / 8
 
 
-def kv_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def _or(value: float | None, default: float) -> float:
+    """A spec's optional value, or the default the docs give for it (defaults.py)."""
+    return default if value is None else value
+
+
+def kv_quant(x: StepInputs, spec: KvQuant, ctx: Context) -> StepInputs:
     """A declared KV format: each token's KV at ``kv_quant_bytes`` per element, except the ``residual_tokens``
     most recent, kept at the baseline's precision until their group fills (KIVI's residual, Liu et al. 2024
     §3.3); the mean over the context the cell holds, never above the baseline's."""
     q = kv_quant_bytes(spec)
-    residual = np.minimum(float(spec.get("residual_tokens", 0)), x.context)
+    residual = np.minimum(_or(spec.residual_tokens, 0.0), x.context)
     mean = np.where(x.context > 0, ((x.context - residual) * q + residual * x.kv_read_bpe)
                     / np.maximum(x.context, 1.0), q)
     bpe = np.minimum(mean, x.kv_read_bpe)
@@ -73,16 +97,16 @@ def kv_heads(x: StepInputs, n: int, ctx: Context) -> StepInputs:
                    body_params=x.body_params - fewer, stored_params=x.stored_params - fewer)
 
 
-def kv_latent(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+def kv_latent(x: StepInputs, spec: KvLatent, ctx: Context) -> StepInputs:
     """MLA-style latent cache: ``elements`` cached per token and layer, shared by all heads (DeepSeek-V2 §2.1)."""
-    return replace(x, kv_elements_per_token=x.layers * float(spec["elements"]))
+    return replace(x, kv_elements_per_token=x.layers * float(spec.elements))
 
 
-def _kept(x: StepInputs, spec: dict[str, float]) -> Any:
-    return x.context * spec["keep"] if "keep" in spec else np.minimum(x.context, float(spec["budget"]))
+def _kept(x: StepInputs, spec: TokenKeep | KvRead) -> Any:
+    return x.context * spec.keep if spec.keep is not None else np.minimum(x.context, float(_or(spec.budget, 0.0)))
 
 
-def kv_tokens(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+def kv_tokens(x: StepInputs, spec: TokenKeep, ctx: Context) -> StepInputs:
     """Eviction: keep a fraction of the context, or a fixed token budget, read and stored by decode.
 
     Prefill still computes and writes the whole prompt's KV (eviction follows it).
@@ -92,37 +116,37 @@ def kv_tokens(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs
                    kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
-def streaming_heads(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+def streaming_heads(x: StepInputs, spec: StreamingHeads, ctx: Context) -> StepInputs:
     """DuoAttention: a share s of the heads keep only W tokens (sinks + recent window), the rest everything.
     Like a sliding window on a share of the layers: decode reads and stores (1−f)·T + f·min(T, W) tokens and
     prefill's pairs are windowed there, with f = 1 − (1 − f₀)(1 − s) over a model's own window f₀ (Xiao et
     al. 2024, §3; the smaller window taken for both)."""
-    window = np.minimum(x.window, float(spec["tokens"]))
-    fraction = 1.0 - (1.0 - x.window_fraction) * (1.0 - float(spec["share"]))
+    window = np.minimum(x.window, float(spec.tokens))
+    fraction = 1.0 - (1.0 - x.window_fraction) * (1.0 - float(spec.share))
     kept = attended_tokens(x.context, window, fraction)
     return replace(x, window=window, window_fraction=fraction, kv_read_tokens=np.minimum(x.kv_read_tokens, kept),
                    kv_stored_tokens=np.where(x.decode, np.minimum(x.kv_stored_tokens, kept), x.kv_stored_tokens))
 
 
-def sparse_attention(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def sparse_attention(x: StepInputs, spec: SparseAttention, ctx: Context) -> StepInputs:
     """Each query attends at most ``budget`` keys in the phases named: a decode step reads min(T, budget)
     tokens of KV (all stay stored); a prefill computes Σ min(i, budget) pairs, causal_pairs with W = budget.
     The gain grows with the context (MInference: Jiang et al. 2024; NSA: Yuan et al. 2025)."""
-    budget = float(spec["budget"])
-    if "decode" in spec["phases"]:
+    budget = float(spec.budget)
+    if "decode" in spec.phases:
         x = replace(x, kv_read_tokens=np.where(x.decode, np.minimum(x.kv_read_tokens, budget), x.kv_read_tokens))
-    if "prefill" in spec["phases"]:
+    if "prefill" in spec.phases:
         x = replace(x, window=np.where(x.decode, x.window, np.minimum(x.window, budget)),
                     window_fraction=np.where(x.decode, x.window_fraction, 1.0))
     return x
 
 
-def kv_read(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+def kv_read(x: StepInputs, spec: KvRead, ctx: Context) -> StepInputs:
     """Query-aware sparsity: read only a fraction or a budget of the KV, keep all of it stored; ``metadata``
     is what choosing costs, as a share of the stored KV read every step (Quest: a min and a max key per
     16-token page, 2/16 of K = 1/16 of the KV)."""
     return replace(x, kv_read_tokens=np.minimum(x.kv_read_tokens, _kept(x, spec)),
-                   kv_metadata=x.kv_metadata + spec.get("metadata", 0.0))
+                   kv_metadata=x.kv_metadata + _or(spec.metadata, 0.0))
 
 
 def prefix_hit(x: StepInputs, f: float, ctx: Context) -> StepInputs:
@@ -156,43 +180,43 @@ def split_kv(x: StepInputs, on: bool, ctx: Context) -> StepInputs:
 # ---- weights -----------------------------------------------------------------------------------
 
 
-def quantized_bytes_per_weight(spec: Spec, channels_per_weight: float | np.ndarray = 0.0) -> float | np.ndarray:
+def quantized_bytes_per_weight(spec: WeightQuant, channels_per_weight: float | np.ndarray = 0.0) -> float | np.ndarray:
     """Quantized weights: bits/8 + (scale_bits + zero_bits)/(8·group_size) bytes per weight; per-channel scales
     are (scale_bits + zero_bits)/8 × ``channels_per_weight`` (a model's output channels over its weights), a
     per-tensor scale is negligible (one per matrix). A float format's bits are its element's (e3m2: 6).
 
     int4 with an fp16 scale per 128 weights: 0.5 + 16/1024 = 0.515625 B (0.258 of fp16).
     """
-    scale_bits = spec.get("scale_bits", SCALE_BITS) + spec.get("zero_bits", ZERO_BITS)
-    if "group_size" in spec:
-        return element_bits(spec) / 8 + scale_bits / (8 * spec["group_size"])
-    per_channel = scale_bits / 8 * channels_per_weight if spec["scales"] == "per-channel" else 0.0
-    return element_bits(spec) / 8 + per_channel
+    scale_bits = _or(spec.scale_bits, SCALE_BITS) + _or(spec.zero_bits, ZERO_BITS)
+    if spec.group_size is not None:
+        return spec.element_bits / 8 + scale_bits / (8 * spec.group_size)
+    per_channel = scale_bits / 8 * channels_per_weight if spec.scales == "per-channel" else 0.0
+    return spec.element_bits / 8 + per_channel
 
 
 def _kv_heads_left(ctx: Context, mod: Model) -> int | None:
     """The KV heads a GQA/MQA change leaves ``mod`` (None: its own; an MLA cache has no heads)."""
-    n = ctx.change.get("kv_heads")
+    n = ctx.change.kv_heads
     return min(int(n), mod.num_key_value_heads) if n is not None and not mod.is_mla else None
 
 
-def weight_quant(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def weight_quant(x: StepInputs, spec: WeightQuant, ctx: Context) -> StepInputs:
     """Weight-only quantization of the transformer blocks (and experts); the LM head and embedding stay
     16-bit unless ``keep_16bit: false`` (AWQ and GPTQ keep them). Per-channel scales are one per output channel
     (Model.output_channels): spread over the blocks' and experts' weights, they add rows × scale bytes."""
     rows = 0.0
-    if spec.get("scales") == "per-channel":
+    if spec.scales == "per-channel":
         channels = ctx.per_model(lambda mod: sum(mod.output_channels(_kv_heads_left(ctx, mod))))
         rows = channels / (x.body_params + x.routed_expert_params)
     bpe = np.asarray(quantized_bytes_per_weight(spec, rows))
-    head = np.asarray(2.0) if spec.get("keep_16bit", True) else bpe
+    head = np.asarray(2.0) if spec.keep_16bit is not False else bpe
     return replace(x, weight_read_bpe=bpe, weight_stored_bpe=bpe, head_read_bpe=head, head_stored_bpe=head)
 
 
-def sparsity(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def sparsity(x: StepInputs, spec: Sparsity, ctx: Context) -> StepInputs:
     """N:M structured sparsity (2:4 on Ampere+): N of every M weights kept, with ⌈log2 M⌉ index bits per kept
     weight; FLOPs × N/M. Only a sparse kernel gets either (Mishra et al. 2021)."""
-    n, m = (int(v) for v in spec["pattern"].split(":"))
+    n, m = (int(v) for v in spec.pattern.split(":"))
     kept = n / m
     meta = math.ceil(math.log2(m)) / 8
     return replace(x, linear_flops_mult=x.linear_flops_mult * kept,
@@ -206,19 +230,19 @@ def compute_dtype(x: StepInputs, dtype: str, ctx: Context) -> StepInputs:
     return replace(x, linear_peak_mult=x.linear_peak_mult * ctx.peak_ratio(dtype))
 
 
-def hadamard(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def hadamard(x: StepInputs, spec: Hadamard, ctx: Context) -> StepInputs:
     """Online rotations before quantized GEMMs (QuaRot, Ashkboos et al. 2024): per token and layer, ``per_layer``
     fast Walsh–Hadamard transforms of n elements at n·log2(n) vector operations each."""
-    n = float(spec["size"])
-    ops = x.layers * float(spec.get("per_layer", ROTATIONS_PER_LAYER)) * n * math.log2(n)
+    n = float(spec.size)
+    ops = x.layers * float(_or(spec.per_layer, ROTATIONS_PER_LAYER)) * n * math.log2(n)
     return replace(x, transform_ops=x.transform_ops + ops)
 
 
-def low_rank(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def low_rank(x: StepInputs, spec: LowRank, ctx: Context) -> StepInputs:
     """Each projection W (m × n) becomes U (m × r) · V (r × n): parameters and FLOPs r(m+n) instead of m·n
     (Hu et al. 2021's factorization, applied to the weights). Which projections a model has — attention or
     MLA, a gated or two-matrix MLP, shared and routed experts — is Model.low_rank_saved's."""
-    r = float(spec["rank"])                          # GQA/MQA first: factorize the k, v projections left
+    r = float(spec.rank)                          # GQA/MQA first: factorize the k, v projections left
     body = ctx.per_model(lambda mod: mod.low_rank_saved(r, _kv_heads_left(ctx, mod))[0])
     routed = ctx.per_model(lambda mod: mod.low_rank_saved(r, _kv_heads_left(ctx, mod))[1])
     return replace(x, body_params=x.body_params - body, routed_expert_params=x.routed_expert_params - routed,
@@ -233,7 +257,7 @@ def distill_to(x: StepInputs, name: str, ctx: Context) -> StepInputs:
 # ---- decoding and system -----------------------------------------------------------------------
 
 
-def speculative(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def speculative(x: StepInputs, spec: Speculative, ctx: Context) -> StepInputs:
     """The verification forward: q = γ+1 (or the tree's size) queries per sequence in one step."""
     return replace(x, query_tokens=np.asarray(float(speculative_plan(spec).verify_tokens)))
 
@@ -257,25 +281,25 @@ def expected_tokens(acceptance: float, tokens: int) -> float:
     return (1.0 - acceptance ** (tokens + 1)) / (1.0 - acceptance)
 
 
-def expected_for(spec: Spec, domain: str | None) -> float:
+def expected_for(spec: Speculative, domain: str | None) -> float:
     """Tokens per step for a workload of ``domain``: the card's by_domain value where it gives one (acceptance
     varies with the text: code and math accept more than chat), else its default."""
-    by_domain = spec.get("by_domain", {})
+    by_domain = dict(spec.by_domain)
     if domain not in by_domain:
         return speculative_plan(spec).expected_tokens
-    if "tokens_per_step" in spec:
+    if spec.tokens_per_step is not None:
         return float(by_domain[domain])
-    return expected_tokens(by_domain[domain], int(spec["tokens"]))
+    return expected_tokens(by_domain[domain], int(_or(spec.tokens, 1)))
 
 
-def speculative_plan(spec: Spec) -> SpeculativePlan:
+def speculative_plan(spec: Speculative) -> SpeculativePlan:
     """A chain draft {tokens, acceptance} or a tree/multi-head draft {tokens_per_step, verify_tokens}."""
-    if "tokens_per_step" in spec:
-        return SpeculativePlan(float(spec.get("draft_passes", DRAFT_PASSES)), float(spec["verify_tokens"]),
-                               float(spec["tokens_per_step"]), spec.get("draft_model"), spec.get("draft_cost"))
-    gamma = int(spec["tokens"])
-    return SpeculativePlan(float(gamma), gamma + 1.0, expected_tokens(spec["acceptance"], gamma),
-                           spec.get("draft_model"), spec.get("draft_cost"))
+    if spec.tokens_per_step is not None:
+        return SpeculativePlan(float(_or(spec.draft_passes, DRAFT_PASSES)), float(_or(spec.verify_tokens, 1)),
+                               float(spec.tokens_per_step), spec.draft_model, spec.draft_cost)
+    gamma = int(_or(spec.tokens, 1))
+    return SpeculativePlan(float(gamma), gamma + 1.0, expected_tokens(_or(spec.acceptance, 0.0), gamma),
+                           spec.draft_model, spec.draft_cost)
 
 
 def tp(x: StepInputs, n: int, ctx: Context) -> StepInputs:
@@ -283,24 +307,23 @@ def tp(x: StepInputs, n: int, ctx: Context) -> StepInputs:
     return replace(x, tp=np.asarray(float(n)))
 
 
-def batching(x: StepInputs, spec: dict[str, float], ctx: Context) -> StepInputs:
+def batching(x: StepInputs, spec: Batching, ctx: Context) -> StepInputs:
     """Continuous batching: the share of batch slots doing useful work (Orca, Yu et al. 2022); the
     baseline's is the workload's batch_utilization. An end-to-end gain in throughput."""
-    return replace(x, utilization=np.asarray(spec["utilization"]))
+    return replace(x, utilization=np.asarray(spec.utilization))
 
 
-def scheduler(x: StepInputs, spec: Spec, ctx: Context) -> StepInputs:
+def scheduler(x: StepInputs, spec: SchedulerKeys, ctx: Context) -> StepInputs:
     """A scheduling change leaves every step as it is: its gain lives in the queue, which the serving
     simulation of a workload with traffic: prices (analysis/serving.py); elsewhere the memo warns."""
     return x
 
 
-def dequant_ops(x: StepInputs, ops: Any, ctx: Context) -> StepInputs:
+def dequant_ops(x: StepInputs, ops: DequantOps, ctx: Context) -> StepInputs:
     """Vector-unit work to dequantize each element read in a changed format (KV and/or weights):
     free while a step is bandwidth-bound, a slowdown once it is compute-bound (the course's warning)."""
-    spec = ops if isinstance(ops, dict) else {"kv": ops, "weights": ops}
-    kv = spec.get("kv", 0.0) if KV_FORMATS & set(ctx.change) else 0.0
-    weights = spec.get("weights", 0.0) if WEIGHT_FORMATS & set(ctx.change) else 0.0
+    kv = _or(ops.kv, 0.0) if KV_FORMATS & set(ctx.change.keys) else 0.0
+    weights = _or(ops.weights, 0.0) if WEIGHT_FORMATS & set(ctx.change.keys) else 0.0
     return replace(x, dequant_kv_ops=np.asarray(float(kv)), dequant_weight_ops=np.asarray(float(weights)))
 
 
@@ -349,18 +372,39 @@ def _served(model: Model) -> Callable[[Callable[[Model], float]], np.ndarray]:
     return per_model
 
 
+def check_applies(change: Change, file: str, models: Iterable[Model]) -> None:
+    """A change that cannot act on the matrix's models is an error, never a quiet 1.00x (or a growth)."""
+    n = change.kv_heads
+    if n is None:
+        return
+    heads = [mod.num_key_value_heads for mod in models if not mod.is_mla]
+    if heads and n >= max(heads):
+        raise UserError([Problem(file, path="$.change.kv_heads", message=(
+            f"kv_heads {n} does not reduce the KV heads of any model here (at most {max(heads)}): GQA/MQA keeps "
+            f"fewer heads than the model has"))])
+
+
+def schedulers(change: Change, blocks: Iterable[Any]) -> tuple[SchedulerKeys, ...]:
+    """The claim side's scheduler of each workload: the card's `change.scheduler` keys laid over the workload's
+    block (the keys it sets win); the serving simulation reads these, never the card's change."""
+    card = change.scheduler
+    if card is None:
+        return tuple(b.scheduler for b in blocks)
+    chosen = {k: v for k in SCHEDULER_KEYS if (v := getattr(card, k)) is not None}
+    return tuple(replace(b.scheduler, **chosen) for b in blocks)
+
+
 def apply(change: Change, x: StepInputs, ctx: Context) -> StepInputs:
     """The claim's inputs: every mechanism of ``change`` applied to the baseline ``x``, in registry order."""
-    for key, mechanism in REGISTRY.items():
-        if key in change:
-            x = mechanism.apply(x, change[key], ctx)
-            if key == "distill_to":          # the mechanisms after it act on the served model's structure
-                ctx = replace(ctx, per_model=_served(ctx.models[change[key]]))
+    for key in change.keys:                   # in the registry's order
+        value: Value = getattr(change, key)
+        x = REGISTRY[key].apply(x, value, ctx)
+        if key == "distill_to":               # the mechanisms after it act on the served model's structure
+            ctx = replace(ctx, per_model=_served(ctx.models[str(value)]))
     return x
 
 
 def without_kernel(claim: StepInputs, base: StepInputs, change: Change) -> StepInputs:
     """No kernel reads the new format in place: what each format mechanism saves at read time comes back
     (reads at the old bytes, dense FLOPs); storage keeps the saving unless the mechanism says otherwise."""
-    fields = {f for key in change for f in REGISTRY[key].info.reverts}
-    return replace(claim, **{f: getattr(base, f) for f in fields})
+    return replace(claim, **{f: getattr(base, f) for f in change.reverts})

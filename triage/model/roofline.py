@@ -29,7 +29,7 @@ import numpy as np
 from ..records import record
 
 GROUPS = ("linear", "attention", "lm_head", "other")
-PerGroup = Mapping[str, Any]        # a value for each of GROUPS: a float, or a column over the cells
+PerGroup = Mapping[str, float | np.ndarray]   # a value for each of GROUPS: a float, or a column over the cells
 LOGIT_BYTES = 4.0  # logits are written in fp32
 ALLREDUCES_PER_LAYER = 2  # Megatron tensor parallelism: after attention and after the MLP (Shoeybi et al. 2019)
 
@@ -291,8 +291,8 @@ def comm_time(x: StepInputs, link_bandwidth: Any, link_latency: Any) -> np.ndarr
     return np.broadcast_to(np.where(n > 1, ALLREDUCES_PER_LAYER * x.layers * one, 0.0), x.batch.shape)
 
 
-def group_times(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: Mapping[str, Any],
-                bandwidth_eff: Mapping[str, Any], vector_peak: Any = None) -> dict[str, tuple[Any, Any]]:
+def group_times(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: PerGroup,
+                bandwidth_eff: PerGroup, vector_peak: Any = None) -> dict[str, tuple[Any, Any]]:
     """(compute time, memory time) per group: (FLOPs/peak + ops/vector peak)/ce and bytes/(BW·be)."""
     out = {}
     for g in GROUPS:
@@ -304,8 +304,8 @@ def group_times(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: Mapping[
     return out
 
 
-def step_time(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: Mapping[str, Any] | None = None,
-              bandwidth_eff: Mapping[str, Any] | None = None, vector_peak: Any = None) -> np.ndarray:
+def step_time(cost: StepCost, peak: Any, bandwidth: Any, compute_eff: PerGroup | None = None,
+              bandwidth_eff: PerGroup | None = None, vector_peak: Any = None) -> np.ndarray:
     """Σ_g max(compute time, memory time): the step's roofline time in seconds (efficiencies default to 1)."""
     ones = {g: 1.0 for g in GROUPS}
     sides = group_times(cost, peak, bandwidth, compute_eff or ones, bandwidth_eff or ones, vector_peak)

@@ -9,16 +9,7 @@ import numpy as np
 
 from ..defaults import REGRESSION_TOLERANCE
 from ..inputs.claim import Claim
-from ..inputs.registry import (
-    LONG_CONTEXT,
-    carried,
-    changes_format,
-    evidence_missing,
-    evidence_needed,
-    kv_format,
-    outside_the_step,
-    touched_groups,
-)
+from ..inputs.registry import LONG_CONTEXT, evidence_missing
 from ..records import record
 from . import quality
 from .evidence import Gaps
@@ -106,7 +97,7 @@ def _incompatible(m: Matrix, claim: Claim) -> np.ndarray:
 def integration_condition(claim: Claim) -> bool:
     """A KV-cache format that every attention backend of an engine must read (paged, prefix-cached, chunked
     prefill), with a kernel in the paper's code alone: the integration is the work left (registry kv_format)."""
-    return kv_format(claim.change) and claim.kernel_in != "engine"
+    return claim.change.kv_format and claim.kernel_in != "engine"
 
 
 def simulated(m: Matrix) -> np.ndarray:
@@ -166,8 +157,8 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     quality_band = q.status == quality.BAND
     # each layer judges what it can see: the bound what the step itself saves (bytes, FLOPs, dtype, tokens per
     # step); a kernel change is judged by the implementation layer, batch slots and capacity end to end
-    kinds = carried(claim.change)
-    judged_by_bound = bool(kinds & BOUND_KINDS) and not outside_the_step(claim.change) and not claim.kernel_gain
+    change = claim.change
+    judged_by_bound = bool(change.kinds & BOUND_KINDS) and not change.outside_the_step and not claim.kernel_gain
     # a workload with traffic is judged by its simulation (the requests' own contexts and batches), not by the
     # bound at its nominal cell
     traffic = simulated(m)
@@ -177,7 +168,7 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
     bar = 1.0 + np.where(traffic, REGRESSION_TOLERANCE, 1e-9) if free else min_gain
     theory_low = ((g.speedup_theoretical < bar) & ~enables & ~traffic) if judged_by_bound else FALSE
     kernel_missing = ((g.speedup_implementation < min_gain) & ~theory_low) \
-        if not claim.kernel and changes_format(claim.change) else FALSE
+        if not claim.kernel and change.changes_format else FALSE
     e2e = np.where(np.isnan(g.speedup_end_to_end), np.inf, g.speedup_end_to_end)
     # the fleet's currency is GPU-time: a change that serves on more GPUs per replica (tensor parallelism) is
     # judged by GPU-seconds per request, not by its step's latency alone
@@ -186,15 +177,15 @@ def decide(m: Matrix, claim: Claim, g: Gaps, measured_quality: np.ndarray | None
         with np.errstate(invalid="ignore", divide="ignore"):
             e2e = np.where(more_gpus, np.nan_to_num(g.base_request_s / g.claim_request_s, nan=np.inf), e2e)
     e2e_low = (e2e < bar) & ~enables
-    # evidence a lossy method class must show (registry.evidence_needed); long-context retrieval matters on
-    # long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
-    missing = evidence_missing(evidence_needed(claim.change, 1.0 if claim.exact else None), claim.long_context_tested,
+    # evidence a lossy method class must show (Change.needs; an exact one needs none); long-context retrieval
+    # matters on long-context cells, perplexity and a task everywhere. Without it: NO-GO, named.
+    missing = evidence_missing(list(() if claim.exact else change.needs), claim.long_context_tested,
                                claim.evaluated_on)
     evidence_gap: np.ndarray = FALSE
     for item in missing:
         evidence_gap = evidence_gap | (m.long_context if item == LONG_CONTEXT else TRUE)
     # an untested long context is a condition only for a lossy change that touches the KV or attention
-    touches_kv = "attention" in touched_groups(claim.change) and not claim.exact
+    touches_kv = "attention" in change.groups and not claim.exact
     long_untested = m.long_context if touches_kv and not claim.long_context_tested else FALSE
     with np.errstate(invalid="ignore"):
         # TPOT is a step's time (idle batch slots cost throughput, not latency); NaN SLO compares False

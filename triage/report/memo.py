@@ -71,7 +71,7 @@ def figure_data(result: Result) -> dict[str, str]:
     b, c = g.base, g.claim
     # a roofline plots a step at full efficiency (for speculation: the verification step, not time per token)
     base_step, claim_step = (np.broadcast_to(v.step_theoretical, m.batch.shape)[:n] for v in (b, c))
-    claim_dtype = ev.claim.change.get("compute_dtype")
+    claim_dtype = ev.claim.change.compute_dtype
     points, roofs = [], {}
     for i in range(n):
         hw = m.hardware[m.hardware_idx[i]]
@@ -224,7 +224,7 @@ def context(result: Result, figures: list[dict[str, str]] | str = "", output: tu
         "omitted": len(result) - len(cells),
         "memo_cells": LIMITS.memo_cells,
         "slo_omitted": (analysis.slo_cells_total - len(analysis.slo_throughput)) if analysis else 0,
-        "changes": describe(d["claim"]["change"]),
+        "changes": describe(result.evaluation.claim.change),
         "conditions": _failure_conditions(d, bool(result.matrix.long_context.any())),
         "quality_retained": quality["retained"],
         "quality_figures": _figures_text(quality.get("figures", [])),

@@ -17,7 +17,6 @@ import numpy as np
 
 from ..analysis.evaluation import Evaluation
 from ..defaults import LIMITS
-from ..inputs.registry import touched_groups
 
 # lm-evaluation-harness task names (lm_eval/tasks/*, tag v0.4.9.2, commit ad3f4d0) for the names cards give in
 # quality.evaluated_on; a name not here has no harness task and is named in the step instead
@@ -105,7 +104,7 @@ def plan(result: Evaluation, rerun: tuple[str, ...] | None = None) -> list[dict[
                   "command": _each(models, f"lm_eval --model vllm --model_args pretrained={{m}} --tasks {tasks} "
                                            f"--batch_size auto{unsafe}")})
     long_cells = m.long_context.any()
-    if long_cells and "attention" in touched_groups(claim.change):
+    if long_cells and "attention" in claim.change.groups:
         ctx = int(m.context[m.long_context].max())
         long_models = list(dict.fromkeys(repos[int(k)] for k in np.unique(m.model_idx[m.long_context])))
         steps.append({"step": f"needle-in-a-haystack at {ctx:,} tokens (RULER's NIAH tasks in lm-evaluation-harness): "

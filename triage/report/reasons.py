@@ -10,7 +10,7 @@ import numpy as np
 from ..analysis.decision import Decision
 from ..defaults import ACCURACY_BAND, FAR_MODEL_FACTOR, PERPLEXITY_BAND, PERPLEXITY_GATE, REGRESSION_TOLERANCE
 from ..inputs.claim import Claim, QualityFigure
-from ..inputs.registry import LONG_CONTEXT, claim_classes, classes, incumbent_classes, registry
+from ..inputs.registry import LONG_CONTEXT, classes
 from ..inputs.units import fmt_bytes, fmt_gib, fmt_pair, fmt_percent, fmt_ratio, fmt_time
 from ..model.evidence import Gaps
 from ..model.matrix import Matrix
@@ -21,7 +21,7 @@ from .rules import rule_words
 
 
 def _incumbent_name(claim: Claim) -> str:
-    return " + ".join(c.incumbent.name for c in incumbent_classes(claim.change) if c.incumbent is not None)
+    return " + ".join(c.incumbent.name for c in claim.change.incumbents if c.incumbent is not None)
 
 _FIELDS = {
     "batch": lambda m, g, v: m.batch, "decode": lambda m, g, v: m.decode,
@@ -84,7 +84,7 @@ def reasons(idx: slice, m: Matrix, claim: Claim, g: Gaps, v: Verdicts) -> list[l
 
 def _integration_text(claim: Claim) -> str:
     """Why a KV format is integration work, in the card's own classes' words."""
-    words = " and ".join(classes()[k].words for k in claim_classes(claim.change) if classes()[k].attention_backends)
+    words = " and ".join(classes()[k].words for k in claim.change.classes if classes()[k].attention_backends)
     return (f"integration: a {words or 'KV-cache'} format must be read by every attention backend an engine "
             f"runs (paged KV, prefix caching, chunked prefill), and its kernel is in the "
             f"{claim.kernel_in if claim.kernel_in != 'none' else 'no'} code only")
@@ -115,16 +115,17 @@ def quality_words(claim: Claim, q: QualityStanding | None, gate: float) -> str:
 def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
     """What carries the step's gain, with the numbers that matter for that mechanism (the registry's
     'carries': bytes, FLOPs and compute dtype, tokens per step, kernel occupancy, parallelism)."""
-    carries = {registry()[key].carries for key in claim.change}
+    carries = claim.change.kinds
     theo = r["theo"]
     bound = f"the bound is {fmt_ratio(theo)}" + below
     saved_bytes = r["base_bytes"] - r["claim_bytes"]
     bytes_part = (f"saves {fmt_percent(saved_bytes / r['base_bytes'])} of the bytes read per step "
                   f"({fmt_bytes(saved_bytes)} of {fmt_bytes(r['base_bytes'])})")
-    if "tokens_per_step" in carries:
-        plan = speculative_plan(claim.change["speculative"])
-        source = ("the card's assumed tokens per step" if "tokens_per_step" in claim.change["speculative"]
-                  else f"{plan.draft_passes:g} drafted at acceptance {claim.change['speculative']['acceptance']:g}")
+    spec = claim.change.speculative
+    if "tokens_per_step" in carries and spec is not None:
+        plan = speculative_plan(spec)
+        source = ("the card's assumed tokens per step" if spec.tokens_per_step is not None
+                  else f"{plan.draft_passes:g} drafted at acceptance {spec.acceptance:g}")
         return (f"speculative decoding: {plan.expected_tokens:.2f} tokens per step ({source}), each step a draft "
                 f"plus a verification of {plan.verify_tokens:g} tokens per sequence: {bound}")
     if "kernel" in carries and theo == 1.0:
@@ -134,8 +135,9 @@ def _step_reason(r: dict[str, Any], claim: Claim, below: str) -> str:
         return f"tensor parallel over {r['claim_tp']:g} GPUs (from {r['base_tp']:g}): {bytes_part} per GPU, {bound}"
     if "dtype" in carries and (r["bound"] > 0.5 or saved_bytes == 0):
         effect = "pays" if theo > 1 else "barely moves it"
-        what = ", ".join(f"{'attention' if k == 'attention_dtype' else 'linear layers'} computed in "
-                         f"{claim.change[k]}" for k in ("compute_dtype", "attention_dtype") if k in claim.change)
+        what = ", ".join(f"{where} computed in {dtype}" for where, dtype in
+                         (("linear layers", claim.change.compute_dtype), ("attention", claim.change.attention_dtype))
+                         if dtype is not None)
         return (f"{what}: the step is {fmt_percent(r['bound'])} compute-bound, so a faster dtype {effect}; "
                 f"{bound}")
     if carries & {"flops"} and r["base_flops"] != r["claim_flops"] and (saved_bytes == 0 or r["bound"] > 0.5):
@@ -187,7 +189,7 @@ def _reasons(r: dict[str, Any], claim: Claim, v: Verdicts, integration: str) -> 
                  and r["base_impl"] == r["claim_impl"])
     if not r["switched_on"] and r["when_on"] < 1.0:
         on = f" (on, it would run at {fmt_ratio(r['when_on'])})" if math.isfinite(r["when_on"]) else ""
-        out.append(f"left off here: an operator enables {' and '.join(claim.change)} per deployment, and on this "
+        out.append(f"left off here: an operator enables {' and '.join(claim.change.order)} per deployment, and on this "
                    f"workload it would be slower than the baseline{on}, so it is priced off (1.000×)")
     elif r["base_util"] != r["claim_util"]:
         out.append(f"the gain lies outside the step: {fmt_percent(r['base_util'], 0)} → "
