@@ -210,9 +210,10 @@ def test_a_papers_setting_is_priced_without_the_shipped_fixed_costs():
     defaults now carry the corpus default's step, request and sequence costs (1.54 ms, 2.56 ms, 6.29 µs), which a
     bound must not inherit: a fixed cost only dilutes a gain, so a bound that paid it would flag honest papers."""
     from triage.inputs import workloads
+    from triage.inputs.claim import Setting
 
     assert SHIPPED["overhead_s"] > 0 and SHIPPED["request_overhead_s"] > 0 and SHIPPED["sequence_overhead_s"] > 0
-    w = workloads.paper_setting(catalog.load(), "llama-2-7b", "a100-80gb", "prefill", [1, 8], [2048], {})
+    w = workloads.paper_setting(catalog.load(), "llama-2-7b", "a100-80gb", "prefill", [1, 8], [2048], Setting())
     for block in w.blocks:
         v = block.settings.engine_values("a100-80gb")
         assert (v["bandwidth"], v["compute"]) == (1.0, 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from ..inputs.claim import Claim, Section
+from ..inputs.claim import Claim, Setting
 from ..inputs.specs import Model
 from ..model.evidence import Gaps
 from ..model.incumbent import IncumbentPrice
@@ -63,7 +63,7 @@ class Evaluation:
     parts: tuple[tuple[Claim, Gaps], ...] = ()                # a stack's cards, each alone
     analysis: Analysis | None = None                          # None when the caller asked for none (a sweep)
     measured: Measured | None = None                           # filled by measured.apply
-    baseline: Section = field(default_factory=dict)          # --baseline paper: the setting keys applied
+    baseline: Setting | None = None                           # --baseline paper: the setting keys applied
     current_fleet_gain: float | None = None                   # --baseline paper: the gain on today's stack
     warnings: tuple[Notice, ...] = ()                         # what the memo must say beside the numbers
     # a calibrated engine profile's uncertainty: the gains with its values one standard error slower and faster

@@ -23,9 +23,9 @@ from ..defaults import PAPER_BATCHES as BATCHES
 from ..defaults import PAPER_CONTEXTS as CONTEXTS
 from ..defaults import PAPER_HARDWARE as DEFAULT_HARDWARE
 from ..defaults import PAPER_TOLERANCE as TOLERANCE
-from ..inputs import units, workloads
+from ..inputs import workloads
 from ..inputs.catalog import Catalog
-from ..inputs.claim import Claim, Section
+from ..inputs.claim import Claim, Setting, stated
 from ..inputs.specs import Model, is_config_path
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, group_times, step_cost, step_time
@@ -112,11 +112,11 @@ class PaperCheck:
 def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float,
              batches: tuple[int, int] | None = None) -> tuple[Item, ...]:
     """Where a gain beyond the bound usually comes from, most likely first."""
-    setting = claim.claim.get("setting", {})
+    setting = claim.claim.setting or Setting()
     out = []
-    if "offload" in setting:
+    if setting.offload is not None:
         out.append(Item("offload"))
-    out.append(Item("weak-baseline", (claim.claim.get("baseline", ""),)))
+    out.append(Item("weak-baseline", (claim.claim.baseline or "",)))
     if capacity_bound is not None and capacity_bound > bound * TOLERANCE:
         out.append(Item("capacity-bound", (capacity_bound,)))
     elif batches is not None and capacity_bound == bound:
@@ -124,7 +124,7 @@ def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: flo
     elif metric == "throughput":
         out.append(Item("batch-sizes"))
     out.append(Item("kernel"))
-    if "scope" not in claim.claim:
+    if claim.claim.scope is None:
         out.append(Item("metric"))
     return tuple(out)
 
@@ -147,15 +147,14 @@ class _Priced:
     """The grid priced once: equal-batch ratio, both sides' fit, the offload time added to each step."""
 
     def __init__(self, claim: Claim, grid: matrix.Matrix, g: evidence.Gaps, base: evidence.Variant,
-                 setting: Section, metric: str, models: tuple[Model, ...]) -> None:
-        offload = setting.get("offload")
+                 setting: Setting, metric: str, models: tuple[Model, ...]) -> None:
+        offload = setting.offload
         # seconds a step spends streaming offloaded weights over the host link, each side its own weights
         self.extra: tuple[Any, Any] = (0.0, 0.0)
         self.rescued: Any = np.zeros(grid.batch.shape, dtype=bool)   # the end-to-end layer's batches gave it
         base_mem, claim_mem = base.mem, g.claim.mem
         if offload is not None:
-            share = float(offload["weights"])
-            link = units.parse(offload["link"], "bandwidth")
+            share, link = float(offload.weights), offload.link_bytes_per_s
             self.extra = (share * base.mem.weights / link, share * g.claim.mem.weights / link)
             base_mem = replace(base.mem, weights=base.mem.weights * (1.0 - share))
             claim_mem = replace(g.claim.mem, weights=g.claim.mem.weights * (1.0 - share))
@@ -210,7 +209,7 @@ class _Priced:
 
 
 def _price(claim: Claim, method: workloads.Workloads, baseline: workloads.Workloads | None,
-           setting: Section, metric: str) -> _Priced:
+           setting: Setting, metric: str) -> _Priced:
     """The paper's setting priced, the method's model and, where the paper's baseline ran another one (MHA
     against MLA), the baseline's."""
     grid = matrix.build(method)
@@ -228,7 +227,7 @@ class PaperInputs:
     """The card's paper setting, read in the load phase: the workloads of its search grid (the method's model,
     and the baseline's where the paper's baseline ran another), and what the card did not state."""
 
-    setting: Section
+    setting: Setting
     reported: float
     metric: str
     scope: str
@@ -253,39 +252,39 @@ def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
     """The card's paper setting as workloads to price, read with the rest of the inputs; a PaperCheck without a
     bound (and why) when the card gives no setting or no number, or reports a number no step's roofline
     bounds."""
-    setting = dict(claim.claim.get("setting", {}))
+    setting = claim.claim.setting
     reported = claim.claimed_speedup
-    if not setting or reported is None:
-        return PaperCheck(reported, no_bound="no-setting" if not setting else "no-speedup")
-    metric = claim.claim.get("metric", CARD_METRIC)
-    scope = claim.claim.get("scope", CARD_SCOPE)
+    if setting is None or setting == Setting() or reported is None:
+        return PaperCheck(reported, no_bound="no-setting" if setting is None or setting == Setting() else "no-speedup")
+    metric = claim.claim.metric or CARD_METRIC
+    scope = claim.claim.scope or CARD_SCOPE
     if scope in ("training", "serving"):
         return PaperCheck(reported, no_bound=scope)
-    phase = setting.get("phase", "prefill" if metric == "ttft" else "decode")
+    phase = setting.phase or ("prefill" if metric == "ttft" else "decode")
     acting = claim.acting_phases()
     # a throughput claim of a change that acts in one phase only: bounded where it acts, and said so
-    unstated_phase = "phase" not in setting and metric not in ("tpot", "ttft") and bool(acting) \
+    unstated_phase = setting.phase is None and metric not in ("tpot", "ttft") and bool(acting) \
         and phase not in acting
     if unstated_phase:
         phase = sorted(acting)[0]
-    model = setting.get("model")
+    model = setting.model
     if model is None:
         return PaperCheck(reported, no_bound="no-model")
     model = _model_path(model, claim)
-    if "baseline_model" in setting:
-        setting["baseline_model"] = _model_path(setting["baseline_model"], claim)
+    if setting.baseline_model is not None:
+        setting = replace(setting, baseline_model=_model_path(setting.baseline_model, claim))
     assumed = []
-    hardware = setting.get("hardware")
+    hardware = setting.hardware
     if hardware is None:
         hardware = DEFAULT_HARDWARE
         assumed.append(Item("hardware", (DEFAULT_HARDWARE,)))
-    cat = catalog.pooled(hardware, int(setting.get("pipeline", 1)))
+    cat = catalog.pooled(hardware, int(setting.pipeline or 1))
     # a bound: full efficiency, no overhead, no reserve; what the setting states; the rest the shipped defaults
-    batches = (setting["batch"],) if "batch" in setting else BATCHES
-    contexts = (setting["context"],) if "context" in setting else CONTEXTS
+    batches = (setting.batch,) if setting.batch is not None else BATCHES
+    contexts = (setting.context,) if setting.context is not None else CONTEXTS
     method = workloads.paper_setting(cat, model, hardware, phase, batches, contexts, setting)
-    baseline = workloads.paper_setting(cat, setting["baseline_model"], hardware, phase, batches, contexts, setting) \
-        if "baseline_model" in setting else None
+    baseline = workloads.paper_setting(cat, setting.baseline_model, hardware, phase, batches, contexts, setting) \
+        if setting.baseline_model is not None else None
     # the prediction beside the measurement: an end-to-end number of the whole step, on one model (one cell
     # read now, moved to the setting the bound chooses by regrid: the search grid is priced once, as the bound)
     expected = workloads.paper_setting(cat, model, hardware, phase, batches[:1], contexts[:1], setting,
@@ -305,7 +304,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     hardware, batches, contexts = loaded.hardware, list(loaded.batches), list(loaded.contexts)
     assumed = list(loaded.assumed)
     p = _price(claim, loaded.method, loaded.baseline, setting, metric)
-    if "context" not in setting:          # the longest context that fits, within the model's trained window
+    if setting.context is None:           # the longest context that fits, within the model's trained window
         window = _window(p.models)
         contexts = sorted(c for c in set(contexts) | set(_largest_fitting_context(p.g, p.grid)) if c <= window)
         contexts = contexts or [window]
@@ -313,7 +312,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
                    workloads.regrid(loaded.baseline, batches, contexts) if loaded.baseline else None, setting, metric)
     ratios = p.scope_ratio(("attention",) if scope == "attention" else tuple(sorted(claim.change.groups))) \
         if scope in SCOPES else p.ratio
-    searched = "batch" not in setting or "context" not in setting
+    searched = setting.batch is None or setting.context is None
     candidates = np.where(p.fits, ratios, np.nan) if searched else ratios
     if np.isnan(candidates).all():
         return PaperCheck(reported, no_bound="nothing-fits", assumed=tuple(assumed))
@@ -321,9 +320,9 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     bound = float(candidates[best])
     if loaded.unstated_phase:
         assumed.append(Item("phase", (phase,)))
-    if "batch" not in setting:
+    if setting.batch is None:
         assumed.append(Item("batch", BATCHES))
-    if "context" not in setting:              # the window of the search above
+    if setting.context is None:               # the window of the search above
         cut = window if window < MAX_CONTEXT and window in contexts else 0
         assumed.append(Item("context", (cut, *contexts)))
     capacity_bound, capacity_batches = p.capacity_bound(best) if metric == "throughput" else (None, None)
@@ -335,17 +334,18 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     if scope in SCOPES:
         kind = Item("scope", (scope,))
     elif capacity_bound is not None and capacity_bound >= bound * (1 - 1e-9):     # a tie: the batch is the largest
-        if "batch" in setting:              # the card's batch gives way: said, with the bound it had there
-            stated_batch = (int(setting["batch"]), bound)
+        if setting.batch is not None:       # the card's batch gives way: said, with the bound it had there
+            stated_batch = (int(setting.batch), bound)
         bound, kind = max(bound, capacity_bound), Item("capacity")
-    chosen = PaperSetting(tuple((k, setting[k]) for k in PRICED + ("pipeline", "offload", "baseline_model")
-                                if k in setting),
-                          setting.get("model"), hardware, phase, int(p.grid.batch[best]), int(p.grid.context[best]),
-                          tuple(k for k in ("batch", "context") if k not in setting))
+    given = stated(setting)
+    chosen = PaperSetting(tuple((k, given[k]) for k in PRICED + ("pipeline", "offload", "baseline_model")
+                                if k in given),
+                          setting.model, hardware, phase, int(p.grid.batch[best]), int(p.grid.context[best]),
+                          tuple(k for k in ("batch", "context") if k not in given))
     spec = claim.change.speculative
     if spec is not None:
         # the number that priced the bound: the setting's domain's, else the card's default
-        domain = setting.get("domain")
+        domain = setting.domain
         by_domain = dict(spec.by_domain)
         given = {k: v for k, v in (("tokens_per_step", spec.tokens_per_step), ("acceptance", spec.acceptance))
                  if v is not None}
@@ -358,7 +358,7 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     if not baseline_fits:
         weights, room = float(p.mems[0].weights[best]), float(p.g.capacity[best])
         if weights >= room:
-            tp, stages = setting.get("tp", 1), setting.get("pipeline", 1)
+            tp, stages = setting.tp or 1, setting.pipeline or 1
             misfit = Item("weights", (int(np.ceil(weights * tp * stages / room)),))
         else:
             misfit = Item("kv", (chosen.batch, chosen.context, int(p.max_batch[0][best])))

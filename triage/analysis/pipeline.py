@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..defaults import LIMITS
 from ..errors import Problem, UserError
 from ..inputs import cards, catalog, workloads
-from ..inputs.claim import Claim, Section
+from ..inputs.claim import Claim, Setting
 from ..inputs.stack import stack
 from ..io.run import new_evaluation
 from ..model import evidence, incumbent, matrix, mechanisms, verdicts
@@ -19,7 +20,7 @@ from . import cannot_act, decision, papercheck, serving, where_it_pays
 from .evaluation import Evaluation
 from .notices import Notice
 
-Card = str | Path | Section | Claim
+Card = str | Path | Mapping[str, Any] | Claim     # a card file, a card as a dict (before it is typed), a Claim
 Source = workloads.Source | workloads.Opened | matrix.Matrix
 
 
@@ -31,7 +32,7 @@ def load_claim(card: Card | list[Card], cat: catalog.Catalog) -> Claim:
 
 
 def load_matrix(source: Source | workloads.Workloads, cat: catalog.Catalog, model: str | None = None,
-                baseline: Section | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
+                baseline: Setting | None = None) -> tuple[matrix.Matrix, catalog.Catalog]:
     """The workload matrix (a built Matrix passes through, resolved workloads are built) and the catalog its
     names resolved in."""
     if isinstance(source, matrix.Matrix):
@@ -45,18 +46,20 @@ def load_matrix(source: Source | workloads.Workloads, cat: catalog.Catalog, mode
 PAPER_BASELINE_KEYS = ("attention", "memory_waste", "precision", "batch_utilization", "tp")
 
 
-def paper_baseline(claim: Claim) -> Section:
+def paper_baseline(claim: Claim) -> Setting | None:
     """The baseline the card's paper improved on: its setting's attention kind, KV waste, precision, batch
-    utilization and tensor parallelism (what `--baseline paper` lays over every workload)."""
-    setting = claim.claim.get("setting", {})
-    return {k: setting[k] for k in PAPER_BASELINE_KEYS if k in setting}
+    utilization and tensor parallelism (what `--baseline paper` lays over every workload); None where it states
+    none of them."""
+    setting = claim.claim.setting or Setting()
+    keys = {k: v for k in PAPER_BASELINE_KEYS if (v := getattr(setting, k)) is not None}
+    return Setting(**keys) if keys else None
 
 
-def _overrides(claim: Claim, baseline: str) -> Section:
-    """What `--baseline paper` lays over every workload ({} for the current stack); an error where the card
+def _overrides(claim: Claim, baseline: str) -> Setting | None:
+    """What `--baseline paper` lays over every workload (None for the current stack); an error where the card
     states no baseline of its paper."""
-    overrides = paper_baseline(claim) if baseline == "paper" else {}
-    if baseline == "paper" and not overrides:
+    overrides = paper_baseline(claim) if baseline == "paper" else None
+    if baseline == "paper" and overrides is None:
         raise UserError([Problem(claim.file, path="$.claim.setting", message=(
             "--baseline paper needs the card's setting to state the paper's baseline: one of "
             + ", ".join(PAPER_BASELINE_KEYS)))])
@@ -73,7 +76,7 @@ def sweep(card: Card | list[Card], source: workloads.Source = None, model: str |
     cat = opened.catalog
     claim = load_claim(card, cat)
     cat = cat.merged({}, claim.models)
-    grid = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline) or None, sweep=True)
+    grid = workloads.load(opened, cat, model=model, baseline=_overrides(claim, baseline), sweep=True)
     n, step = matrix.size(grid), LIMITS.sweep_chunk_cells
     work = serving.run_budget()                # one serving budget for the whole sweep, not one a chunk
 
@@ -172,7 +175,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     claim = load_claim(card, cat)                                   # the card
     cat = cat.merged({}, claim.models)
     overrides = _overrides(claim, baseline)
-    m, resolved = load_matrix(opened, cat, model, overrides or None)   # build
+    m, resolved = load_matrix(opened, cat, model, overrides)        # build
     # the same file on today's stack (--baseline paper prices the paper's beside it: read now, its matrix built
     # when it is priced, after the evaluation's own), and the paper's setting
     now = (opened if isinstance(opened, matrix.Matrix) else workloads.load(opened, cat, model=model)) \

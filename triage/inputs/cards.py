@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from ..io.yamlio import Document, document, load_file
 from . import catalog as catalog_mod
 from . import change as change_mod
 from . import traffic as traffic_mod
-from .claim import Claim, QualityFigure
+from . import units
+from .claim import Claim, Offload, Paper, Precision, QualityFigure, Setting, Statement
 from .hfconfig import load_model
 from .specs import Model, is_config_path
 from .stack import stack
@@ -235,8 +236,11 @@ def load(source: str | Path | Mapping[str, Any], catalog: catalog_mod.Catalog | 
                         from None
                 raise
         stacked = stack(parts, claim.id, claim.title)
-        return replace(stacked, file=claim.file, direction=claim.direction, paper=claim.paper or stacked.paper,
-                       claim={**stacked.claim, **claim.claim}, evidence=claim.evidence)
+        paper = claim.paper if claim.paper != Paper() else stacked.paper
+        return replace(stacked, file=claim.file, direction=claim.direction, paper=paper,
+                       claim=replace(stacked.claim, **{f.name: getattr(claim.claim, f.name) for f in fields(Statement)
+                                                       if getattr(claim.claim, f.name) is not None}),
+                       evidence=claim.evidence)
     return claim
 
 
@@ -259,6 +263,22 @@ def placeholder_problems(doc: Document) -> list[Problem]:
     """One problem per placeholder left in the card: its numbers would be priced as if the paper said them."""
     return [doc.problem(path, f"a placeholder from `triage new` ({PLACEHOLDER}): replace it with the paper's "
                               f"value, or delete the line") for path in _placeholders(doc.data, ())]
+
+
+def _paper(raw: dict[str, Any]) -> Paper:
+    """The card's schema-valid paper section, typed."""
+    return Paper(**{**raw, **({"authors": tuple(raw["authors"])} if "authors" in raw else {})})
+
+
+def _statement(raw: dict[str, Any]) -> Statement:
+    """The card's schema-valid claim section, typed; its setting's offload link in bytes/s (checked already)."""
+    setting = dict(raw.get("setting") or {})
+    if "precision" in setting:
+        setting["precision"] = Precision(**setting["precision"])
+    if "offload" in setting:
+        off = setting["offload"]
+        setting["offload"] = Offload(off["weights"], off["link"], units.parse(off["link"], "bandwidth"))
+    return Statement(**{**raw, **({"setting": Setting(**setting)} if "setting" in raw else {})})
 
 
 def _change(doc: Document, raw: dict[str, Any]) -> dict[str, Any]:
@@ -287,7 +307,7 @@ def from_document(doc: Document, catalog: catalog_mod.Catalog | None = None, str
     return Claim(
         id=d["id"], title=d["title"], direction=d["direction"], file=doc.file,
         change=change_mod.parse(_change(doc, d["change"]), d["change"]),
-        paper=dict(d.get("paper", {})), claim=dict(d.get("claim", {})),
+        paper=_paper(d.get("paper", {})), claim=_statement(d.get("claim", {})),
         kernel=impl.get("kernel", CARD_KERNEL),
         kernel_in=impl.get("kernel_in", "paper" if impl.get("kernel", CARD_KERNEL) else "none"),
         bandwidth_efficiency=impl.get("bandwidth_efficiency", CARD_EFFICIENCY),

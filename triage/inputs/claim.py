@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
 from dataclasses import field
 from typing import Any
 
@@ -43,9 +43,83 @@ class QualityFigure:
         return self.claim / self.baseline - 1.0
 
 
-# A card's paper and claim sections as validated against the claim schema (schemas/claim.schema.json): read,
-# never written, past inputs/. Its change is typed (inputs/change.py).
-Section = Mapping[str, Any]
+@record
+class Paper:
+    """The card's paper: what it is and where to read it."""
+
+    title: str | None = None
+    authors: tuple[str, ...] | None = None
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+
+
+@record
+class Precision:
+    """A setting's dtypes: weights, KV, activations and the GEMMs' compute."""
+
+    weights: str | None = None
+    kv: str | None = None
+    activations: str | None = None
+    compute: str | None = None
+
+
+@record
+class Offload:
+    """Weights the paper's setting streams from host memory: their share and the link (as written, and in
+    bytes/s)."""
+
+    weights: float
+    link: str | float
+    link_bytes_per_s: float
+
+
+@record
+class Setting:
+    """The setting the paper measured in (claim.setting): what it names, None where it is silent."""
+
+    model: str | None = None
+    hardware: str | None = None
+    phase: str | None = None
+    batch: int | None = None
+    context: int | None = None
+    attention: str | None = None
+    memory_waste: float | None = None
+    tp: int | None = None
+    precision: Precision | None = None
+    batch_utilization: float | None = None
+    pipeline: int | None = None
+    offload: Offload | None = None
+    baseline_model: str | None = None
+    domain: str | None = None
+
+
+@record
+class Statement:
+    """The card's claim section: the paper's headline, its number, what it measured against and where."""
+
+    text: str | None = None
+    speedup: float | None = None
+    metric: str | None = None
+    baseline: str | None = None
+    source: str | None = None
+    setting: Setting | None = None
+    scope: str | None = None
+
+
+DERIVED = frozenset({"link_bytes_per_s"})      # a section's fields made at load, not written on the card
+
+
+def stated(section: Paper | Precision | Offload | Setting | Statement) -> dict[str, Any]:
+    """A section's fields the card set, as it wrote them (for JSON, the workloads a setting builds, words)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(section):
+        v = getattr(section, f.name)
+        if f.name in DERIVED or v is None:
+            continue
+        nested = isinstance(v, (Precision, Offload, Setting))
+        out[f.name] = stated(v) if nested else list(v) if isinstance(v, tuple) else v
+    return out
 
 
 @record
@@ -57,8 +131,8 @@ class Claim:
     direction: str
     file: str
     change: Change
-    paper: Section = field(default_factory=dict)
-    claim: Section = field(default_factory=dict)
+    paper: Paper = field(default_factory=Paper)
+    claim: Statement = field(default_factory=Statement)
     kernel: bool = True
     kernel_in: str = "paper"                    # engine | paper | none: where a kernel that runs it exists
     bandwidth_efficiency: float = 1.0
@@ -97,7 +171,7 @@ class Claim:
 
     @property
     def claimed_speedup(self) -> float | None:
-        return self.claim.get("speedup")
+        return self.claim.speedup
 
     def acting_phases(self) -> frozenset[str]:
         """The phases the card's change acts on (each key's own; sparse_attention's named ones)."""
@@ -106,7 +180,7 @@ class Claim:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "title": self.title, "direction": self.direction, "file": self.file,
-            "paper": self.paper, "claim": self.claim, "change": to_json(self.change),
+            "paper": stated(self.paper), "claim": stated(self.claim), "change": to_json(self.change),
             "implementation": {"kernel": self.kernel, "kernel_in": self.kernel_in,
                                "bandwidth_efficiency": self.bandwidth_efficiency,
                                "compute_efficiency": self.compute_efficiency},

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..errors import Problem, UserError
 from .change import Value, resolve, values
-from .claim import KERNEL_PLACES, Claim
+from .claim import KERNEL_PLACES, Claim, Paper, Statement
 from .registry import registry
 
 
@@ -52,8 +52,8 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         title=title or " + ".join(c.title for c in claims),
         file=" + ".join(c.file for c in claims),
         change=resolve(change),
-        paper={"title": "stack of " + ", ".join(c.id for c in claims)},
-        claim={"text": "the cards applied together: " + "; ".join(c.claim.get("text", c.title) for c in claims)},
+        paper=Paper(title="stack of " + ", ".join(c.id for c in claims)),
+        claim=Statement(text="the cards applied together: " + "; ".join(c.claim.text or c.title for c in claims)),
         kernel=all(c.kernel for c in claims),
         kernel_in=min((c.kernel_in for c in claims), key=KERNEL_PLACES.index),   # the weakest card's
         bandwidth_efficiency=min(c.bandwidth_efficiency for c in claims),

@@ -21,6 +21,7 @@ from ..io.yamlio import Document, document, load_file
 from ..records import record
 from . import catalog as catalog_mod
 from . import traffic as traffic_mod
+from .claim import Setting, stated
 from .hfconfig import load_model
 from .specs import Model, is_config_path
 from .validation import validate
@@ -330,11 +331,12 @@ def _model_names(data: dict[str, Any]) -> set[str]:
 
 
 def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = None,
-         model: str | None = None, baseline: Mapping[str, Any] | None = None, sweep: bool = False) -> Workloads:
+         model: str | None = None, baseline: Setting | None = None, sweep: bool = False) -> Workloads:
     """Resolve a workload file (path, parsed dict or Document; None for the shipped default) into blocks.
 
     An ``Opened`` source was validated when it was opened, and ``catalog`` (its own by default) already holds
-    its definitions: it is not checked again. ``model`` (a catalog name or a path to a config.json) replaces the
+    its definitions: it is not checked again. ``baseline``: the keys of a card's paper setting (--baseline paper)
+    that replace every workload's. ``model`` (a catalog name or a path to a config.json) replaces the
     model of every workload. ``sweep``: the cells are streamed a chunk at a time (`triage sweep`), so the sweep's
     cell limit applies, not a run's.
     """
@@ -358,7 +360,7 @@ def load(source: Source | Opened = None, catalog: catalog_mod.Catalog | None = N
     defaults = _merge(base_defaults, user_defaults)
     inherited = {k: ("defaults", k) for k in ("model", "hardware") if k in user_defaults or user_doc is None}
     # --baseline paper: the card's setting replaces every workload's baseline keys (attention, precision, …)
-    override = {**({"model": (model,)} if model is not None else {}), **(baseline or {})}
+    override = {**({"model": (model,)} if model is not None else {}), **(stated(baseline) if baseline else {})}
 
     blocks: list[tuple[Block, tuple[Any, ...]]] = []
     engine_files: dict[str, catalog_mod.Engine | None] = {}
@@ -453,7 +455,7 @@ PAPER_KEYS = ("attention", "memory_waste", "tp", "batch_utilization", "precision
 
 
 def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase: str,
-                  batches: Sequence[int], contexts: Sequence[int], stated: Mapping[str, Any],
+                  batches: Sequence[int], contexts: Sequence[int], setting: Setting,
                   bound: bool = True) -> Workloads:
     """A card's paper setting as workloads, one per batch × context (batches outer), priced as a bound (full
     efficiency, no fixed cost, no reserve) or, ``bound=False``, as the memo prices a workload (the shipped
@@ -461,7 +463,8 @@ def paper_setting(catalog: catalog_mod.Catalog, model: str, hardware: str, phase
     PAPER_KEYS over the shipped defaults."""
     ideal = {"efficiency": {"bandwidth": 1.0, "compute": 1.0}, **{k: 0 for k in catalog_mod.FIXED_COSTS},
              "reserve": 0} if bound else {}
-    defaults = {"model": model, "hardware": hardware, **ideal, **{k: stated[k] for k in PAPER_KEYS if k in stated}}
+    given = stated(setting)
+    defaults = {"model": model, "hardware": hardware, **ideal, **{k: given[k] for k in PAPER_KEYS if k in given}}
     cells = [{"name": f"paper-{i}", "phase": phase, "context": c, "batch": b}
              for i, (b, c) in enumerate(itertools.product(batches, contexts))]
     return load({"defaults": defaults, "workloads": cells}, catalog)

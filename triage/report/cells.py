@@ -73,7 +73,7 @@ def columns(ev: Evaluation, limit: int | None = None, start: int = 0) -> Columns
         bytes_saved = 1.0 - at(claim.cost.total_bytes) / at(base.cost.total_bytes)
     # the paper's number only beside cells of its metric and phase: TPOT and throughput on decode, TTFT on
     # prefill (a memory ratio is not a speedup of any cell)
-    metric = str(c.claim.get("metric", ""))
+    metric = str(c.claim.metric or "")
     phase_fits = {"tpot": m.decode[idx], "throughput": m.decode[idx], "ttft": ~m.decode[idx]}.get(
         metric, np.zeros(n, dtype=bool))
     claimed = np.where(phase_fits, np.nan if c.claimed_speedup is None else float(c.claimed_speedup), np.nan)

@@ -14,7 +14,7 @@ from ..analysis.evaluation import LOSSES, Evaluation, Measured
 from ..analysis.where_it_pays import Analysis
 from ..inputs import oneoff, units
 from ..inputs.catalog import Engine
-from ..inputs.claim import Claim
+from ..inputs.claim import Claim, stated
 from ..inputs.workloads import Settings
 from ..io.yamlio import Document
 from ..model.evidence import Gaps
@@ -138,7 +138,8 @@ class Result:
             "analyses": list(analysis),
             **({"analysis": analysis} if with_analysis else {}),
             "measured": measured_json(ev.measured),
-            "baseline": {"kind": "paper" if ev.baseline else "current", "setting": ev.baseline,
+            "baseline": {"kind": "paper" if ev.baseline is not None else "current",
+                         "setting": stated(ev.baseline) if ev.baseline is not None else {},
                          "fleet_gain_on_current_stack": ev.current_fleet_gain},
             "assumptions": self.assumptions(),
         }
