@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 from triage.analysis import calibrate  # noqa: E402
 from triage.errors import UserError  # noqa: E402
 from triage.inputs import catalog  # noqa: E402
+from triage.inputs.calibration_rows import step_row  # noqa: E402
+from triage.inputs.measurements import Record  # noqa: E402
 
 from bench import profiles  # noqa: E402
 from bench.peers import llm_viewer  # noqa: E402
@@ -171,20 +173,20 @@ def peer(group: list[calibrate.Row]) -> tuple[list[int], list[float]] | None:
     stated: list[int] = []
     for i, r in enumerate(group):
         s = r.spec
-        names = (PEER_MODELS.get(s["model"]), PEER_GPUS.get(s["hardware"]), PEER_DTYPES.get(s["weights"]))
-        if None in names or s.get("compute", "bf16") not in ("bf16", "fp16") or int(s["pipeline"]) > 1:
+        names = (PEER_MODELS.get(s.model), PEER_GPUS.get(s.hardware), PEER_DTYPES.get(s.weights))
+        if None in names or (s.compute or "bf16") not in ("bf16", "fp16") or int(s.pipeline) > 1:
             continue
-        output, batch = int(s["output_tokens"] or 1), int(s["batch"])
+        output, batch = int(s.output_tokens or 1), int(s.batch)
         # the row's prompt (a decode row is priced at prompt + output/2; llm-analysis prices its KV at its
         # seq_len + num_tokens_to_generate itself)
-        prompt = max(int(s["context"]) - (int(s["output_tokens"] or 0) // 2 if s["phase"] == "decode" else 0), 1)
+        prompt = max(int(s.context) - (int(s.output_tokens or 0) // 2 if s.phase == "decode" else 0), 1)
         try:
             out = infer(model_name=names[0], gpu_name=names[1], dtype_name=names[2], batch_size_per_gpu=batch,
-                        tp_size=int(s["tp"]), seq_len=prompt, num_tokens_to_generate=output, log_level="ERROR")
+                        tp_size=int(s.tp), seq_len=prompt, num_tokens_to_generate=output, log_level="ERROR")
         except (AssertionError, ValueError, ZeroDivisionError):
             continue                            # the peer refuses the configuration (memory, shapes)
         predicted = {"decode": out["decode_latency"], "prefill": out["prefill_latency"],
-                     "generation": out["total_latency"]}[s["phase"]]
+                     "generation": out["total_latency"]}[s.phase]
         theirs.append(predicted / r.measured_s - 1.0)
         stated.append(i)
     return stated, theirs
@@ -198,18 +200,17 @@ def priced() -> tuple[list[calibrate.Row], dict[str, int]]:
     quoted: dict[tuple[object, ...], str] = {}          # a figure -> the first source that states it
     for n, raw in enumerate(rows(left_out)):
         try:
-            row = calibrate.price({k: v for k, v in raw.items() if k != "engine"}, raw["source"], n, cat)
+            row = calibrate.price(step_row(Record(raw["source"], n, dict(raw)), cat), cat)
         except UserError:
             left_out["the configuration does not fit the stated GPUs"] += 1
             continue
-        row.spec["engine"] = raw["engine"]
         # a source quoting another's figure (the same configuration and time, to 4 significant figures, in another
         # file: lmdeploy's docs quote MLC's blog, AMD's pages one another): priced once, else the copy would train
         # the fit that predicts the original when its source is held out
         s = row.spec
-        figure = (s["engine"], s["model"], s["hardware"], s["tp"], s["pipeline"], s["weights"], s["phase"], s["batch"],
-                  s["context"], s["output_tokens"], float(f"{row.measured_s:.4g}"))
-        if quoted.setdefault(figure, s["source"]) != s["source"]:
+        figure = (s.engine, s.model, s.hardware, s.tp, s.pipeline, s.weights, s.phase, s.batch,
+                  s.context, s.output_tokens, float(f"{row.measured_s:.4g}"))
+        if quoted.setdefault(figure, s.source) != s.source:
             left_out["another source's figure quoted"] += 1
             continue
         out.append(row)
@@ -237,7 +238,7 @@ def errors_each(group: list[calibrate.Row], params_of: Callable[[calibrate.Row],
 
 def errors_by_hardware(group: list[calibrate.Row], params: dict[str, dict[str, float]]) -> list[float]:
     """Relative errors, each row at its chip's parameters (the defaults for a chip without)."""
-    return errors_each(group, lambda r: params.get(r.spec["hardware"], calibrate.defaults()))
+    return errors_each(group, lambda r: params.get(r.spec.hardware, calibrate.defaults()))
 
 
 def fitted(train: list[calibrate.Row], balance: bool = False) -> dict[str, dict[str, float]]:
@@ -245,11 +246,11 @@ def fitted(train: list[calibrate.Row], balance: bool = False) -> dict[str, dict[
     rows weigh as much as another's together (one source's hundred rows do not outvote another's ten)."""
     by_hw: dict[str, list[calibrate.Row]] = defaultdict(list)
     for r in train:
-        by_hw[r.spec["hardware"]].append(r)
+        by_hw[r.spec.hardware].append(r)
     out = {}
     for hw, g in by_hw.items():
-        count = {e: sum(r.spec["engine"] == e for r in g) for e in {r.spec["engine"] for r in g}}
-        weights = np.array([1.0 / count[r.spec["engine"]] for r in g]) if balance else None
+        count = {e: sum(r.spec.engine == e for r in g) for e in {r.spec.engine for r in g}}
+        weights = np.array([1.0 / count[r.spec.engine] for r in g]) if balance else None
         out[hw] = calibrate.fit(g, weights) or calibrate.defaults()
     return out
 
@@ -264,7 +265,7 @@ def summary(name: str, errs: list[float]) -> str:
 
 
 def regime(r: calibrate.Row) -> str:
-    b = int(r.spec["batch"])
+    b = int(r.spec.batch)
     return "batch 1" if b == 1 else "batch 2-16" if b <= 16 else "batch > 16"
 
 
@@ -284,9 +285,9 @@ def _predicted(train: list[calibrate.Row], rows: list[calibrate.Row], pulls: tup
 
 def _folds(group: list[calibrate.Row]) -> Iterator[tuple[list[calibrate.Row], list[int]]]:
     """Each source in turn: the other sources' rows, and the indices of its own."""
-    for source in sorted({r.spec["source"] for r in group}):
-        yield ([r for r in group if r.spec["source"] != source],
-               [i for i, r in enumerate(group) if r.spec["source"] == source])
+    for source in sorted({r.spec.source for r in group}):
+        yield ([r for r in group if r.spec.source != source],
+               [i for i, r in enumerate(group) if r.spec.source == source])
 
 
 def held_out(group: list[calibrate.Row], pulls: tuple[float, ...] = (profiles.PROFILE_PULL,)
@@ -342,18 +343,18 @@ def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> 
     out = []
     for r, eff in zip(group, efficiencies, strict=True):
         s = r.spec
-        if int(s["pipeline"]) > 1:
+        if int(s.pipeline) > 1:
             out.append((math.nan, math.nan))
             continue
-        m, hw = cat.models[s["model"]], cat.hardware[s["hardware"]]
-        compute = s.get("compute", "bf16")
+        m, hw = cat.models[s.model], cat.hardware[s.hardware]
+        compute = (s.compute or "bf16")
         a_bits = 8 if compute in ("fp8", "int8") else 16
-        phase = s["phase"]
+        phase = s.phase
         shape = dict(layers=m.num_hidden_layers, hidden=m.hidden_size, heads=m.num_attention_heads,
                      kv_heads=m.num_key_value_heads, intermediate=m.intermediate_size, vocab=m.vocab_size,
-                     gated_mlp=m.gated_mlp, batch=int(s["batch"]), prompt=int(s["context"]),
-                     output=int(s["output_tokens"] or 0) if phase == "generation" else 0, phase=phase,
-                     tp=int(s["tp"]), w_bits=bits[s["weights"]], a_bits=a_bits, kv_bits=bits[s["kv"]],
+                     gated_mlp=m.gated_mlp, batch=int(s.batch), prompt=int(s.context),
+                     output=int(s.output_tokens or 0) if phase == "generation" else 0, phase=phase,
+                     tp=int(s.tp), w_bits=bits[s.weights], a_bits=a_bits, kv_bits=bits[s.kv],
                      peak_flops=hw.peak("fp16"), bandwidth=hw.bandwidth_bytes_per_s,
                      peak_flops_int8=hw.peak("int8") if hw.has_peak("int8") else hw.peak("fp8")
                      if hw.has_peak("fp8") else None)
@@ -366,20 +367,20 @@ def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> 
 
 def main() -> None:
     group, left_out = priced()
-    sources = sorted({r.spec["source"] for r in group})
+    sources = sorted({r.spec.source for r in group})
     print(f"corpus rows the model can state: {len(group)} from {len(sources)} sources (of "
           f"{sum(1 for _ in DATA.glob('*.csv'))} files; left out: "
           + "; ".join(f"{n} {why}" for why, n in sorted(left_out.items())) + ")")
-    engines = sorted({r.spec["engine"] for r in group})
-    print("engines:", ", ".join(f"{e} {sum(r.spec['engine'] == e for r in group)}" for e in engines))
+    engines = sorted({r.spec.engine for r in group})
+    print("engines:", ", ".join(f"{e} {sum(r.spec.engine == e for r in group)}" for e in engines))
 
     theo = errors(group, {"bandwidth": 1.0, "compute": 1.0}, comm=False)
     above = [(r, e) for r, e in zip(group, theo, strict=True) if e > 1e-9]
     print(f"\ntheoretical layer (the roofline alone): median |err| {statistics.median(abs(e) for e in theo):.1%}; "
           f"above the measurement (not a lower bound): {len(above)} of {len(group)} rows")
     for r, e in above[:8]:
-        print(f"    {r.spec['source']}: {r.spec['model']} {r.spec['hardware']} {r.spec['phase']} batch "
-              f"{r.spec['batch']} tp {r.spec['tp']}: {e:+.1%}")
+        print(f"    {r.spec.source}: {r.spec.model} {r.spec.hardware} {r.spec.phase} batch "
+              f"{r.spec.batch} tp {r.spec.tp}: {e:+.1%}")
 
     others = tuple(p for p in profiles.PULLS if p != profiles.PROFILE_PULL)
     held, eff = held_out(group, (profiles.PROFILE_PULL, *others))
@@ -387,7 +388,7 @@ def main() -> None:
     print(summary("implementation (corpus default efficiencies)", held["implementation"]))
     print(summary("end-to-end, no engine named (corpus default)", held["defaults"]))
     print(summary("end-to-end, engine profiles", held["profiles"]))
-    prefill = [i for i, r in enumerate(group) if r.spec["phase"] == "prefill"]
+    prefill = [i for i, r in enumerate(group) if r.spec.phase == "prefill"]
     print(summary("end-to-end, engine profiles: prefill/TTFT rows", [held["profiles"][i] for i in prefill]))
     print(summary("end-to-end, no engine named: prefill/TTFT rows", [held["defaults"][i] for i in prefill]))
     for pull in others:
@@ -416,16 +417,16 @@ def main() -> None:
     print(summary("  triage, engine profiles, same rows", [held["profiles"][i] for i in stated]))
 
     print("\nheld out, by phase, batch, weight format and tp (engine profiles | no engine named):")
-    for label, key in (("phase", lambda r: r.spec["phase"]), ("batch", regime),
-                       ("weights", lambda r: r.spec["weights"]),
-                       ("tp", lambda r: "tp 1" if int(r.spec["tp"]) == 1 else "tp > 1")):
+    for label, key in (("phase", lambda r: r.spec.phase), ("batch", regime),
+                       ("weights", lambda r: r.spec.weights),
+                       ("tp", lambda r: "tp 1" if int(r.spec.tp) == 1 else "tp > 1")):
         for value in sorted({key(r) for r in group}):
             rows_ = [i for i, r in enumerate(group) if key(r) == value]
             print(summary(f"{label}: {value}", [held["profiles"][i] for i in rows_])
                   + f"   | {statistics.median(abs(held['defaults'][i]) for i in rows_):6.1%}")
     print("\nheld out, by source (engine profiles):")
     for source in sources:
-        print(summary(source, [held["profiles"][i] for i, r in enumerate(group) if r.spec["source"] == source]))
+        print(summary(source, [held["profiles"][i] for i, r in enumerate(group) if r.spec.source == source]))
 
     print("\nin sample, for comparison:")
     shipped_defaults = calibrate.defaults()
@@ -433,17 +434,17 @@ def main() -> None:
     cat_profiles = catalog.load().engines
 
     def shipped(r: calibrate.Row) -> dict[str, float]:
-        p = cat_profiles.get(r.spec["engine"])
+        p = cat_profiles.get(r.spec.engine)
         if p is None:
             return shipped_defaults
-        span = p.ranges.get(r.spec["hardware"])
-        return p.values(r.spec["hardware"], span is None or profiles.in_range(r, span))
+        span = p.ranges.get(r.spec.hardware)
+        return p.values(r.spec.hardware, span is None or profiles.in_range(r, span))
     print(summary("engine profiles as shipped (engines.yaml)", errors_each(group, shipped)))
     params = fitted(group)
     print(summary("calibrated per hardware, in sample", errors_by_hardware(group, params)))
     halves: list[float] = []
     for engine in engines:
-        test = [r for r in group if r.spec["engine"] == engine]
+        test = [r for r in group if r.spec.engine == engine]
         a, b = test[::2], test[1::2]
         if len(a) >= 3 and b:
             halves += errors_by_hardware(b, fitted(a))

@@ -81,7 +81,7 @@ OWNED = re.compile(r"  # Achieved fraction of peak.*?\n  sequence_overhead: [^\n
 def _defaults_lines(fit: calibrate.Fitted, rows: list[calibrate.Row]) -> str:
     """workloads.yaml's efficiency and fixed-cost defaults: the corpus default, with where it comes from."""
     p = fit.params
-    sources = len({r.spec["source"] for r in rows})
+    sources = len({r.spec.source for r in rows})
     return (f"  # Achieved fraction of peak and fixed costs when no engine is named: the corpus default, one fit\n"
             f"  # over {len(rows)} rows of data/measurements/ from {sources} sources, each source weighing as much as"
             f" another\n"
@@ -118,7 +118,7 @@ def main() -> None:
         extra = [line for hw, e in simulated.get(engine, {}).items() for line in _simulated(hw, e)]
         sim = _simulated_source(simulated.get(engine, {}))
         if p is None:
-            rows = sum(r.spec["engine"] == engine for r in group)
+            rows = sum(r.spec.engine == engine for r in group)
             lines.append(f"  default: {_values(defaults)}")
             lines += ["  hardware:", *extra] if extra else []
             lines.append(f'  source: "{rows} corpus row(s) the model can state, fewer than the {profiles.NEEDED} '
@@ -134,7 +134,7 @@ def main() -> None:
                 note += f"; on a bound: {', '.join(_pinned(chip.fit))}" if _pinned(chip.fit) else ""
                 lines += [note, f"    {hw}: {_values(chip.fit.params)[:-1]}, range: {_range(chip.range)}}}"]
             lines += extra
-        files = sorted({r.spec["source"] for r in p.rows})
+        files = sorted({r.spec.source for r in p.rows})
         if p.fit is None:
             lines.append(f'  source: "default: the corpus default (its {len(p.rows)} rows of data/measurements/, '
                          f'{", ".join(files)}, are of one chip: its entry); {_half(p.rows)}{sim}"')

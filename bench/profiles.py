@@ -73,36 +73,36 @@ class Profile:
 
 
 def _phases(r: calibrate.Row) -> tuple[str, ...]:
-    return ("decode", "prefill") if r.spec["phase"] == "generation" else (r.spec["phase"],)
+    return ("decode", "prefill") if r.spec.phase == "generation" else (r.spec.phase,)
 
 
 def fitted_range(rows: list[calibrate.Row]) -> FittedRange:
     """The regime rows span (a whole generation covers both phases): phases, batch, context, weight formats,
     tensor-parallel degrees."""
-    batch = [float(r.spec["batch"]) for r in rows]
-    context = [float(r.spec["context"]) for r in rows]
-    tp = [float(r.spec["tp"]) for r in rows]
+    batch = [float(r.spec.batch) for r in rows]
+    context = [float(r.spec.context) for r in rows]
+    tp = [float(r.spec.tp) for r in rows]
     return FittedRange(tuple(sorted({p for r in rows for p in _phases(r)})), (min(batch), max(batch)),
-                       (min(context), max(context)), tuple(sorted({str(r.spec["weights"]) for r in rows})),
+                       (min(context), max(context)), tuple(sorted({str(r.spec.weights) for r in rows})),
                        (min(tp), max(tp)))
 
 
 def in_range(r: calibrate.Row, span: FittedRange) -> bool:
     """Whether a row lies in a chip entry's regime, every phase it covers (the catalog's own test)."""
-    batch, context = float(r.spec["batch"]), float(r.spec["context"])
-    return all(bool(span.contains(p == "decode", batch, context, str(r.spec["weights"]))) for p in _phases(r))
+    batch, context = float(r.spec.batch), float(r.spec.context)
+    return all(bool(span.contains(p == "decode", batch, context, str(r.spec.weights))) for p in _phases(r))
 
 
 def corpus_default(rows: list[calibrate.Row]) -> calibrate.Fitted:
     """One fit over every row, each source's rows together weighing as much as another's."""
-    count = Counter(r.spec["source"] for r in rows)
-    return calibrate.solve(rows, np.array([1.0 / count[r.spec["source"]] for r in rows]), prior=ANCHOR)
+    count = Counter(r.spec.source for r in rows)
+    return calibrate.solve(rows, np.array([1.0 / count[r.spec.source] for r in rows]), prior=ANCHOR)
 
 
 def held(rows: list[calibrate.Row]) -> tuple[str, ...]:
     """The parameters a profile keeps from the level above: the prefill's, where fewer than PREFILL_SOURCES
     sources' rows pay a prefill."""
-    paying = {r.spec["source"] for r in rows if r.spec["phase"] != "decode"}
+    paying = {r.spec.source for r in rows if r.spec.phase != "decode"}
     return PREFILL_PARAMETERS if len(paying) < PREFILL_SOURCES else ()
 
 
@@ -111,14 +111,14 @@ def fit(rows: list[calibrate.Row], default: dict[str, float], pull: float = PROF
     chips' entries (pulled toward the engine's)."""
     by_engine: dict[str, list[calibrate.Row]] = defaultdict(list)
     for r in rows:
-        by_engine[r.spec["engine"]].append(r)
+        by_engine[r.spec.engine].append(r)
     out = {}
     for engine, mine in by_engine.items():
         if len(mine) < NEEDED:
             continue
         chips: dict[str, list[calibrate.Row]] = defaultdict(list)
         for r in mine:
-            chips[r.spec["hardware"]].append(r)
+            chips[r.spec.hardware].append(r)
         own = calibrate.solve(mine, prior=default, pull=pull, hold=held(mine)) if len(chips) > 1 else None
         params = own.params if own is not None else dict(default)
         out[engine] = Profile(params, own, mine, {hw: Chip(calibrate.solve(rs, prior=params, pull=pull,
@@ -130,8 +130,8 @@ def fit(rows: list[calibrate.Row], default: dict[str, float], pull: float = PROF
 def chosen(r: calibrate.Row, profiles: dict[str, Profile], default: dict[str, float]) -> dict[str, float]:
     """The parameters a row is predicted with: its engine's chip entry inside the entry's range, else the
     engine's default, else (an engine the fit never saw) the corpus default."""
-    p = profiles.get(r.spec["engine"])
+    p = profiles.get(r.spec.engine)
     if p is None:
         return default
-    chip = p.chips.get(r.spec["hardware"])
+    chip = p.chips.get(r.spec.hardware)
     return chip.fit.params if chip is not None and in_range(r, chip.range) else p.params

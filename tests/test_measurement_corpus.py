@@ -55,10 +55,10 @@ def test_the_theoretical_layer_is_a_lower_bound_on_every_row_it_can_state():
     from bench import fidelity
 
     rows, _ = fidelity.priced()
-    assert len(rows) > 190 and any(int(r.spec["tp"]) > 1 for r in rows)
-    assert any(r.spec["pipeline"] > 1 for r in rows)           # ExLlamaV2's layer split over two to eight GPUs
+    assert len(rows) > 190 and any(int(r.spec.tp) > 1 for r in rows)
+    assert any(r.spec.pipeline > 1 for r in rows)           # ExLlamaV2's layer split over two to eight GPUs
     ratios = fidelity.errors(rows, {"bandwidth": 1.0, "compute": 1.0}, comm=False)
-    faster = [(r.spec["source"], r.spec["model"], r.spec["hardware"], e) for r, e in zip(rows, ratios, strict=True)
+    faster = [(r.spec.source, r.spec.model, r.spec.hardware, e) for r, e in zip(rows, ratios, strict=True)
               if e > 1e-9]
     assert faster == []
 
@@ -88,7 +88,7 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     rows, _ = fidelity.priced()
     held = fidelity.held_out(rows)[0]["defaults"]
     source = "gpt-fast-readme.csv"
-    mine = [i for i, r in enumerate(rows) if r.spec["source"] == source]
+    mine = [i for i, r in enumerate(rows) if r.spec.source == source]
     in_sample = fidelity.errors([rows[i] for i in mine], profiles.corpus_default(rows).params)
     assert len(mine) > 30
     assert sum(abs(e) for e in in_sample) < sum(abs(held[i]) for i in mine)
@@ -97,9 +97,9 @@ def test_a_held_out_source_is_predicted_from_the_other_sources_only():
     figures: dict[tuple, set[str]] = {}
     for r in rows:
         s = r.spec
-        key = (s["engine"], s["model"], s["hardware"], s["phase"], s["batch"], s["context"], s["output_tokens"],
+        key = (s.engine, s.model, s.hardware, s.phase, s.batch, s.context, s.output_tokens,
                round(r.measured_s, 12))
-        figures.setdefault(key, set()).add(s["source"])
+        figures.setdefault(key, set()).add(s.source)
     assert [k for k, v in figures.items() if len(v) > 1] == []
 
 
@@ -120,9 +120,9 @@ def test_a_profiles_prefill_parameters_need_prefills_from_two_sources():
     from bench import fidelity, profiles
 
     rows, _ = fidelity.priced()
-    optimum = [r for r in rows if r.spec["source"] == "optimum-gptq-benchmark.csv"]
-    trt = [r for r in rows if r.spec["engine"] == "tensorrt-llm"]
-    assert any(r.spec["phase"] != "decode" for r in optimum)
+    optimum = [r for r in rows if r.spec.source == "optimum-gptq-benchmark.csv"]
+    trt = [r for r in rows if r.spec.engine == "tensorrt-llm"]
+    assert any(r.spec.phase != "decode" for r in optimum)
     assert profiles.held(optimum) == ("compute", "request_overhead_s")
     assert profiles.held(trt) == ()                 # two TensorRT-LLM sources state TTFTs and whole generations
     prior = {**profiles.ANCHOR, "compute": 0.55, "request_overhead_s": 0.004}

@@ -1,10 +1,11 @@
 """Typed results between the layers (issues 22 and 45): no public function, method, record field or type alias
 that a module of another layer uses takes or hands over a `dict[str, Any]` or a `Mapping[str, Any]`, under its
-own name or an alias's. A card's change crosses as one typed record (inputs/change.py), results as records, a
-user's measurement row as a TypedDict. What may still cross untyped is listed below by name, each with why, so
-the list can only shrink: JSON documents (the report's JSON builder and the card echoed in it, the schemas
-generated from the registry) and a user's raw document before it is typed (the public entry point takes a card
-or workload file as a dict)."""
+own name or an alias's. A card's change crosses as one typed record (inputs/change.py), its paper and claim
+sections as records (inputs/claim.py), results as records, a measurement row as a record (inputs/measurements.py,
+inputs/calibration_rows.py). What may still cross untyped is listed below by name, each with why, so the list
+can only shrink: JSON documents (the report's JSON builder and the card echoed in it, the schemas generated from
+the registry) and a user's raw document before it is typed (the public entry point takes a card or workload file
+as a dict)."""
 
 import ast
 import dataclasses
@@ -25,9 +26,8 @@ ALLOWED = {
     # registry (what `triage schema` prints and the docs show)
     "triage.report.compare.comparison", "triage.report.calibration.as_json", "triage.inputs.registry.MechanismInfo",
     # a user's raw document, before inputs/ types it (triage.evaluate's card and workload file as a dict; a
-    # config.json; a measurement row)
+    # config.json)
     "triage.inputs.cards.load", "triage.inputs.hfconfig.read_config", "triage.inputs.hfconfig.to_entry",
-    "triage.inputs.measurements.Record", "triage.inputs.measurements.vllm_time",
     # the card as it was written, echoed in the report's JSON (only inputs/ knows how the card wrote it)
     "triage.inputs.claim.Claim.to_dict", "triage.inputs.claim.stated",
 }

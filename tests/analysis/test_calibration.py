@@ -10,6 +10,8 @@ import triage
 from triage.analysis import calibrate
 from triage.cli import main
 from triage.errors import UserError
+from triage.inputs.calibration_rows import step_row
+from triage.inputs.measurements import Record
 from triage.report.calibration import as_json
 from triage.report.result import with_measurements
 
@@ -191,8 +193,9 @@ def test_a_layer_split_reads_the_whole_model_on_one_gpu_at_a_time(tmp_path):
     cat = catalog.load()
 
     def row(pipeline, tp):
-        return calibrate.price({"model": "llama-2-70b", "hardware": "a10g", "context": "128", "pipeline": pipeline,
-                                "tp": tp, "weights": "int4", "tokens_per_s": "13.48"}, "x", 2, cat)
+        return calibrate.price(step_row(Record("x", 2, {"model": "llama-2-70b", "hardware": "a10g", "context": "128",
+                                                        "pipeline": pipeline, "tp": tp, "weights": "int4",
+                                                        "tokens_per_s": "13.48"}), cat), cat)
     full = {"bandwidth": 1.0, "compute": 1.0}
     for stages in ("2", "4", "8"):
         (t,) = calibrate.predict([row(stages, "1")], full, comm=False)
@@ -223,8 +226,8 @@ def test_a_per_layer_cost_is_told_apart_from_a_per_step_cost_by_several_layer_co
     cat = catalog.load()
     truth = {"bandwidth": 0.8, "compute": 0.7, "overhead_s": 0.001, "layer_overhead_s": 5e-5}
     configs = [(m, c) for m in ("llama-2-7b", "llama-2-13b", "llama-3.2-1b") for c in (128, 1024, 4096)]
-    rows = [calibrate.price({"model": m, "hardware": "a100-80gb", "context": str(c), "tpot_s": "1"}, "x", 2, cat)
-            for m, c in configs]
+    rows = [calibrate.price(step_row(Record("x", 2, {"model": m, "hardware": "a100-80gb", "context": str(c),
+                                                     "tpot_s": "1"}), cat), cat) for m, c in configs]
     step_7b = rows[0].bytes.sum() / (2.039e12 * 0.8) + 0.001 + 32 * 5e-5
     assert step_7b == pytest.approx(13.29e9 / 1.6312e12 + 0.0026, rel=0.002)
     times = calibrate.predict(rows, truth)

@@ -23,7 +23,6 @@ parameter's jackknife spread.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -33,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from ..defaults import CALIBRATION_SHARE, LIMITS
-from ..errors import NEAR, Problem, UserError, escape
+from ..errors import Problem, UserError
 from ..inputs import calibration_rows, units, workloads
 from ..inputs import catalog as catalog_mod
-from ..inputs.calibration_rows import TIMES
+from ..inputs.calibration_rows import StepRow
 from ..inputs.change import WeightQuant, resolve
 from ..inputs.claim import Claim
 from ..model import evidence, matrix
@@ -58,9 +57,6 @@ def defaults() -> dict[str, float]:
             **{k: units.parse(d.get(k[:-2], 0), "time", allow_zero=True) for k in LINEAR}}
 
 
-WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
-KV = WEIGHTS                                           # the same storage formats
-COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
 PARAMETERS = ("bandwidth", "compute", *LINEAR)
 PULL = 1e-3        # the pull toward the shipped defaults, per unit of squared (relative) departure
 # the pull of a fixed cost, per squared departure in units of the cost that alone would make up a median row
@@ -73,7 +69,7 @@ _CHUNK_ELEMENTS = 2_000_000
 class Row:
     """One measurement and its cost-model terms."""
 
-    spec: Mapping[str, Any]   # the row's columns, parsed
+    spec: StepRow          # the row's columns, typed
     measured_s: float
     counts: np.ndarray     # how many of each step the measured time covers (a generation: 1 prefill, N decodes)
     requests: float        # requests whose fixed cost the time includes (1 with a prefill, 0 for a decode step)
@@ -85,80 +81,30 @@ class Row:
     comm_s: np.ndarray     # per step
 
 
-def _field(raw: Mapping[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
-           minimum: float = 0.0, strict: bool = True) -> Any:
-    """A numeric column of a row (> minimum, or >= it when not ``strict``; whole for ints), or UserError
-    naming it; values are never echoed at length."""
-    value = raw.get(key)
-    if value in (None, ""):
-        return default
-    shown = escape(str(value), 20)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {shown!r}")]) from None
-    low = number <= minimum if strict else number < minimum
-    if not np.isfinite(number) or low or number > 1e18:
-        bound = f"{'>' if strict else '>='} {minimum:g}"
-        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number {bound}, got {shown!r}")])
-    if kind is int:
-        if number != int(number):
-            raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a whole number, got {shown!r}")])
-        return int(number)
-    return number
-
-
-def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
+def price(row: StepRow, catalog: Any) -> Row:
     """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
-    batch = _field(raw, "batch", file, line, 1)
-    context = _field(raw, "context", file, line)
-    tp = _field(raw, "tp", file, line, 1)
-    pipeline = _field(raw, "pipeline", file, line, 1)      # layer split: stages in sequence (llama.cpp, ExLlamaV2)
-    weights = raw.get("weights") or "bf16"
-    if weights not in WEIGHTS:
-        raise UserError([Problem(file, line, 1, "$.weights", f"expected {', '.join(WEIGHTS)}, got {weights!r}")])
-    kv = raw.get("kv") or "bf16"
-    if kv not in KV:
-        raise UserError([Problem(file, line, 1, "$.kv", f"expected {', '.join(KV)}, got {kv!r}")])
-    compute = raw.get("compute") or "bf16"
-    if compute not in COMPUTE_DTYPES:
-        raise UserError([Problem(file, line, 1, "$.compute", f"expected {', '.join(COMPUTE_DTYPES)}, got {compute!r}")])
-    attention = raw.get("attention") or "fused"
-    if attention not in ("eager", "fused", "split"):
-        raise UserError([Problem(file, line, 1, "$.attention", f"expected eager, fused or split, got {attention!r}")])
-    phase = raw.get("phase") or "decode"
-    if phase not in ("decode", "prefill", "generation"):
-        raise UserError([Problem(file, line, 1, "$.phase", f"expected decode, prefill or generation, got {phase!r}")])
-    for key in ("model", "hardware"):
-        table = catalog.models if key == "model" else catalog.hardware
-        if raw[key] not in table:
-            raise UserError([Problem(file, line, 1, f"$.{key}", (
-                f"unknown {key} {escape(raw[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
-                f"(or $TRIAGE_CATALOG)"), near=(raw[key], table))])
     change = resolve({"weight_bytes": 1.0})
-    if weights in ("int8", "int4"):
-        bits = 8 if weights == "int8" else 4
-        change = resolve({"weight_quant": WeightQuant(
-            float(bits), bits=bits, group_size=_field(raw, "group_size", file, line, 1_000_000),
-            scale_bits=_field(raw, "scale_bits", file, line, 16, strict=False),
-            zero_bits=_field(raw, "zero_bits", file, line, 0, strict=False),
-            keep_16bit=str(raw.get("keep_16bit", "true")).lower() == "true")})
-    output = _field(raw, "output_tokens", file, line, 0, strict=False)
-    if phase == "generation" and not output:
-        raise UserError([Problem(file, line, 1, "$.output_tokens", "a generation row needs output_tokens")])
+    if row.weights in ("int8", "int4"):
+        bits = 8 if row.weights == "int8" else 4
+        change = resolve({"weight_quant": WeightQuant(float(bits), bits=bits, group_size=row.group_size,
+                                                      scale_bits=row.scale_bits, zero_bits=row.zero_bits,
+                                                      keep_16bit=row.keep_16bit)})
+    file, line, batch, context, output, phase = row.file, row.line, row.batch, row.context, row.output_tokens, \
+        row.phase
+    tp, pipeline = row.tp, row.pipeline
     # the steps the row's time covers: (phase, context, how many)
     steps = [("decode", context, 1)] if phase == "decode" else [("prefill", context, 1)] if phase == "prefill" else \
         [("prefill", context, 1), ("decode", context + output / 2, output)]      # decode at the mean context
     cells = [{"name": f"m{k}", "phase": ph, "context": max(int(round(ctx)), 1), "batch": batch}
              for k, (ph, ctx, _) in enumerate(steps)]
-    wdtype = "fp8" if weights == "fp8" else "bf16"
+    wdtype = "fp8" if row.weights == "fp8" else "bf16"
     try:
-        resolved = workloads.load({"defaults": {"model": raw["model"], "hardware": raw["hardware"],
-                                              "precision": {"weights": wdtype, "kv": kv, "activations": "bf16",
-                                                            "compute": compute},
+        resolved = workloads.load({"defaults": {"model": row.model, "hardware": row.hardware,
+                                              "precision": {"weights": wdtype, "kv": row.kv, "activations": "bf16",
+                                                            "compute": row.compute},
                                               "efficiency": {"bandwidth": 1.0, "compute": 1.0}, "overhead": 0,
-                                              "tp": tp, "reserve": 0, "attention": attention},
-                                 "workloads": cells}, catalog.pooled(raw["hardware"], pipeline))
+                                              "tp": tp, "reserve": 0, "attention": row.attention},
+                                 "workloads": cells}, catalog.pooled(row.hardware, pipeline))
     except UserError as err:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
     claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
@@ -166,17 +112,15 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
     g = evidence.compute(grid, claim, resolved.catalog.models)
     if not g.claim.fits.all():
         raise UserError([Problem(file, line, 1, "$.batch", (
-            f"{raw['model']} at batch {batch:,} and {int(grid.context.max()):,} tokens does not fit "
-            f"{raw['hardware']} × {tp * pipeline} as stated: the engine must have run it otherwise (fewer sequences "
+            f"{row.model} at batch {batch:,} and {int(grid.context.max()):,} tokens does not fit "
+            f"{row.hardware} × {tp * pipeline} as stated: the engine must have run it otherwise (fewer sequences "
             f"at once, a smaller or offloaded cache); a time fitted to it would be wrong"))])
     x = g.claim.inputs
     cost = step_cost(x)
     hw = evidence.machine(grid)
-    measured = _measured(raw, file, line, batch, context, output, phase)
     n = len(steps)
-    return Row(spec={**raw, "batch": batch, "context": context, "tp": tp, "pipeline": pipeline, "weights": weights,
-                     "phase": phase, "kv": kv, "compute": compute, "attention": attention, "output_tokens": output},
-               measured_s=measured,
+    return Row(spec=row,
+               measured_s=row.measured_s,
                counts=np.array([c for _, _, c in steps], dtype=float),
                requests=float(phase != "decode"),
                layers=float(np.broadcast_to(x.layers, (n,))[0]),
@@ -185,37 +129,6 @@ def price(raw: Mapping[str, Any], file: str, line: int, catalog: Any) -> Row:
                bytes=np.array([[float(np.broadcast_to(cost.bytes[k], (n,))[j]) for k in GROUPS] for j in range(n)]),
                peak=float(np.broadcast_to(hw.peak, (n,))[0]), bandwidth=float(np.broadcast_to(hw.bandwidth, (n,))[0]),
                comm_s=np.broadcast_to(comm_time(x, hw.link_bandwidth, hw.link_latency), (n,)).astype(float))
-
-
-# what each phase's time is: a decode step's TPOT, a prefill's TTFT, a whole request's end-to-end time
-PHASE_TIMES = {"decode": ("tokens_per_s", "tpot_s", "tpot"), "prefill": ("tokens_per_s", "ttft_s", "ttft"),
-               "generation": ("tokens_per_s", "e2e_s")}
-
-
-def _measured(raw: Mapping[str, Any], file: str, line: int, batch: int, context: int, output: int,
-              phase: str) -> float:
-    """The row's measured seconds: of one step (decode, prefill) or of the whole request (generation)."""
-    given = [k for k in ("tokens_per_s", *TIMES) if raw.get(k)]
-    if len(given) > 1:
-        raise UserError([Problem(file, line, 1, f"$.{given[1]}",
-                                 f"give one measurement a row, not {' and '.join(given)}")])
-    allowed = PHASE_TIMES[phase]
-    if given[0] not in allowed:
-        raise UserError([Problem(file, line, 1, f"$.{given[0]}", (
-            f"a {phase} row is measured by {' or '.join(allowed)}, not {given[0]}"))])
-    if raw.get("tokens_per_s"):
-        rate = _field(raw, "tokens_per_s", file, line, kind=float)
-        tokens = {"decode": batch, "prefill": batch * context, "generation": batch * output}[phase]
-        measured, key = float(tokens) / rate, "tokens_per_s"
-    else:
-        key = next(k for k in TIMES if raw.get(k))
-        try:
-            measured = units.column_time(raw[key], key)
-        except units.UnitError as exc:
-            raise UserError([Problem(file, line, 1, f"$.{key}", str(exc))]) from None
-    if not (math.isfinite(measured) and 1e-9 <= measured <= 3600.0):
-        raise UserError([Problem(file, line, 1, f"$.{key}", "the row's time is not between 1 ns and an hour")])
-    return measured
 
 
 def roofline(rows: list[Row], be: Any, ce: Any, comm: bool = True, aligned: bool = False) -> np.ndarray:
@@ -243,7 +156,7 @@ def features(rows: list[Row]) -> np.ndarray:
     requests, steps × sequences)."""
     steps = np.array([r.counts.sum() for r in rows])
     return np.stack([steps, steps * np.array([r.layers for r in rows]), np.array([r.requests for r in rows]),
-                     steps * np.array([float(r.spec["batch"]) for r in rows])], 1)
+                     steps * np.array([float(r.spec.batch) for r in rows])], 1)
 
 
 def predict(rows: list[Row], params: dict[str, float], comm: bool = True) -> np.ndarray:
@@ -295,7 +208,7 @@ def free_costs(group: list[Row], hold: tuple[str, ...] = ()) -> tuple[int, ...]:
     among the parameters the rows must outnumber."""
     f = features(group) / np.array([r.measured_s for r in group])[:, None]
     paying = (f > 0).sum(axis=0)
-    kinds = (0, len({r.layers for r in group}), paying[2], len({r.spec["batch"] for r in group}))
+    kinds = (0, len({r.layers for r in group}), paying[2], len({r.spec.batch for r in group}))
     free: list[int] = []
     for k in range(len(LINEAR)):
         if k and kinds[k] < 2 or LINEAR[k] in hold:
@@ -503,16 +416,14 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None, progress
         if model.hf_repo is not None:
             repos.setdefault(model.hf_repo, key)
     for k, r in enumerate(read, start=1):        # pricing each row is most of a calibration's time
-        name = r.fields["model"]
-        fields = r.fields if name in cat.models or name not in repos else {**r.fields, "model": repos[name]}
-        rows.append(price(fields, r.file, r.line, cat))
+        rows.append(price(calibration_rows.step_row(r, cat, repos), cat))
         progress.advance(k, len(read), "rows")
     fits = []
     d = defaults()
-    chips = sorted({r.spec["hardware"] for r in rows})
+    chips = sorted({r.spec.hardware for r in rows})
     progress.stage("fitting", len(chips))
     for hw in chips:
-        group = [r for r in rows if r.spec["hardware"] == hw]
+        group = [r for r in rows if r.spec.hardware == hw]
         measured = np.array([r.measured_s for r in group])
         before = predict(group, d)
         notes: list[FitNote] = []
@@ -537,7 +448,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None, progress
                     v = fitted.loo_params[:, j]
                     spread[name] = float(np.sqrt((n - 1) / n * np.sum((v - v.mean()) ** 2)))
             notes += edges(fitted, held)
-        engines = sorted({str(r.spec.get("engine") or "").strip()[:LIMITS.name_chars] for r in group} - {""})
+        engines = sorted({str(r.spec.engine or "").strip()[:LIMITS.name_chars] for r in group} - {""})
         if len(engines) > 1:        # one profile from several engines' rows describes none of them
             notes.append(FitNote("mixed-engines", ", ".join(engines), len(engines)))
         after = predict(group, params)
@@ -545,7 +456,7 @@ def calibrate(path: Path | str, catalog_file: Path | str | None = None, progress
             hw, len(group), d, tuple(notes), fitted_params, params, tuple(free), spread, "compute" in identified,
             identified,
             _mape(before, measured), _mape(after, measured), loo,
-            tuple(Point(tuple(r.spec.get(k) for k in POINT_COLUMNS), r.measured_s, float(before[i]), float(after[i]))
-                  for i, r in enumerate(group))))
+            tuple(Point(tuple(getattr(r.spec, k) for k in POINT_COLUMNS), r.measured_s, float(before[i]),
+                        float(after[i])) for i, r in enumerate(group))))
         progress.advance(len(fits), len(chips), "chips")
     return Calibration(str(path), tuple(fits), tuple(left_out))

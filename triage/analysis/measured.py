@@ -10,95 +10,29 @@ against measured and which layer lost the gain.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict
 
 import numpy as np
 
 from ..errors import Problem, UserError
-from ..inputs import measurements, units
+from ..inputs import measurements
+from ..inputs.measurements import MeasuredRow
 from ..model import evidence, verdicts
 from . import decision
 from .evaluation import Comparison, Evaluation, Measured
 
-FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "tpot_s", "ttft_s", "throughput", "quality")
 
-
-def _number(raw: Any, column: str | None, where: Problem) -> float | None:
-    """A time from its column (``column``: a quantity, or bare seconds in a *_s column), else a plain number."""
-    if raw is None or raw == "":
-        return None
-    try:
-        value = units.column_time(raw, column) if column else float(raw)
-    except (units.UnitError, ValueError, TypeError, OverflowError) as exc:
-        raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
-    if not math.isfinite(value) or value < 0:
-        raise UserError([Problem(where.file, where.line, where.col, where.path, f"expected a finite number >= 0, "
-                                                                              f"got {raw!r}")])
-    return value
-
-
-class Row(TypedDict):
-    """One measurement as read: its workload, side and chip, times in seconds, throughput and quality."""
-
-    workload: str
-    variant: str
-    hardware: str | None
-    tpot: float | None
-    ttft: float | None
-    throughput: float | None
-    quality: float | None
-
-
-def _row(rec: measurements.Record) -> Row:
-    """One measurement, normalised (seconds, tokens/s)."""
-    raw: Mapping[str, Any] = rec.fields
-    file, line = rec.file, rec.line
-    if rec.vllm:                                                 # vllm bench serve --save-result
-        raw = {"workload": raw.get("workload"), "variant": raw.get("variant"), "hardware": raw.get("hardware"),
-               "tpot": measurements.vllm_time(raw, "tpot"), "ttft": measurements.vllm_time(raw, "ttft"),
-               "throughput": raw.get("output_throughput"), "quality": raw.get("quality")}
-    unknown = [k for k in raw if k not in FIELDS]
-    if unknown:
-        raise UserError([Problem(file, line, 1, f"$.{unknown[0]}", f"unknown measurement field {unknown[0]!r} "
-                                                                  f"(known: {', '.join(FIELDS)})")])
-    for key in ("workload", "variant"):
-        if not raw.get(key):
-            raise UserError([Problem(file, line, 1, f"$.{key}", f"missing {key!r} (vLLM: add --metadata "
-                                                                f"workload=NAME variant=baseline|claim)")])
-    if raw["variant"] not in ("baseline", "claim"):
-        raise UserError([Problem(file, line, 1, "$.variant", f"expected baseline or claim, got {raw['variant']!r}")])
-    where = Problem(file, line, 1, "$")
-    times = {}
-    for key in ("tpot", "ttft"):
-        if raw.get(key) not in (None, "") and raw.get(f"{key}_s") not in (None, ""):
-            raise UserError([Problem(file, line, 1, f"$.{key}_s", f"{key} is given twice ({key} and {key}_s): "
-                                                                  f"keep one")])
-        column = key if raw.get(key) not in (None, "") else f"{key}_s"
-        times[key] = _number(raw.get(column), column, replace_path(where, column))
-    return {"workload": str(raw["workload"]), "variant": raw["variant"], "hardware": raw.get("hardware") or None,
-            "tpot": times["tpot"], "ttft": times["ttft"],
-            "throughput": _number(raw.get("throughput"), None, replace_path(where, "throughput")),
-            "quality": _number(raw.get("quality"), None, replace_path(where, "quality"))}
-
-
-def _time(row: Row | None, metric: str) -> float | None:
+def _time(row: MeasuredRow | None, metric: str) -> float | None:
     """A side's measured TPOT or TTFT (s), None where the side or the time was not measured."""
     if row is None:
         return None
-    return row["tpot"] if metric == "tpot" else row["ttft"]
+    return row.tpot if metric == "tpot" else row.ttft
 
 
-def replace_path(p: Problem, field: str) -> Problem:
-    return Problem(p.file, p.line, p.col, f"$.{field}", p.message)
-
-
-def read(path: Path | str) -> list[Row]:
-    """Every measurement in a file or a folder of files (inputs/measurements.py reads them)."""
-    return [_row(rec) for rec in measurements.read(path)]
+def read(path: Path | str) -> list[MeasuredRow]:
+    """Every measurement in a file or a folder of files, typed (inputs/measurements.py reads them)."""
+    return measurements.measured_rows(path)
 
 
 def apply(result: Evaluation, path: Path | str) -> Evaluation:
@@ -106,16 +40,16 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
     rows = read(path)
     m, g = result.matrix, result.gaps
     names, hws = m.labels("blocks"), m.labels("hardware")
-    found: dict[tuple[str, str], tuple[int, dict[str, Row]]] = {}     # (workload, chip) -> its cell, each side
+    found: dict[tuple[str, str], tuple[int, dict[str, MeasuredRow]]] = {}     # (workload, chip) -> its cell, each side
     for row in rows:
-        cells = np.flatnonzero((names == row["workload"]) & ((hws == row["hardware"]) if row["hardware"] else True))
+        cells = np.flatnonzero((names == row.workload) & ((hws == row.hardware) if row.hardware else True))
         if cells.size == 0:
             raise UserError([Problem(str(path), path="$.workload", message=(
-                f"no cell for workload {row['workload']!r}" + (f" on {row['hardware']}" if row["hardware"] else "")))])
+                f"no cell for workload {row.workload!r}" + (f" on {row.hardware}" if row.hardware else "")))])
         if cells.size > 1:
             raise UserError([Problem(str(path), path="$.hardware", message=(
-                f"workload {row['workload']!r} has {cells.size} cells (several hardware or models): give hardware"))])
-        found.setdefault((row["workload"], hws[cells[0]]), (int(cells[0]), {}))[1][row["variant"]] = row
+                f"workload {row.workload!r} has {cells.size} cells (several hardware or models): give hardware"))])
+        found.setdefault((row.workload, hws[cells[0]]), (int(cells[0]), {}))[1][row.variant] = row
     comparisons = []
     e2e = g.speedup_end_to_end.copy()
     n = len(m)
@@ -151,7 +85,7 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
         elif measured is not None:
             kernel_loss, system_loss = theo / impl, impl / measured
             lost = "implementation" if kernel_loss >= system_loss else "end-to-end"
-        q_base, q_claim = (None if r is None else r["quality"] for r in (base, claim))
+        q_base, q_claim = (None if r is None else r.quality for r in (base, claim))
         quality = q_claim / q_base if q_claim is not None and q_base else None
         if quality is not None:
             quality_ratio[i] = quality

@@ -19,12 +19,16 @@ and not a prefill (bench/fidelity.py leaves such rows out of the corpus for the 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..defaults import LIMITS
-from ..errors import Problem, UserError, escape
-from . import measurements
+from ..errors import NEAR, Problem, UserError, escape
+from ..records import record
+from . import measurements, units
 from .measurements import Record
 
 REQUIRED = ("model", "hardware", "context")
@@ -143,3 +147,134 @@ def read(path: Path | str) -> tuple[list[Record], list[str]]:
                                                      "'tokens_per_s or a time (tpot_s, ttft_s, e2e_s in seconds; "
                                                      "tpot, ttft with a unit)'"))])
     return rows, left_out
+
+
+WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4")
+KV = WEIGHTS                                           # the same storage formats
+COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8")      # the GEMMs' dtype (W8A8 FP8 or INT8 runs at its peak)
+PHASES = ("decode", "prefill", "generation")
+# what each phase's time is: a decode step's TPOT, a prefill's TTFT, a whole request's end-to-end time
+PHASE_TIMES = {"decode": ("tokens_per_s", "tpot_s", "tpot"), "prefill": ("tokens_per_s", "ttft_s", "ttft"),
+               "generation": ("tokens_per_s", "e2e_s")}
+
+
+@record
+class StepRow:
+    """One calibration row, typed: the configuration of the step (or request) it timed, and the measured seconds
+    (of one step, or of the whole request for a generation row)."""
+
+    file: str
+    line: int
+    model: str
+    hardware: str
+    phase: str
+    context: int
+    batch: int
+    tp: int
+    pipeline: int                 # layer split: stages in sequence (llama.cpp, ExLlamaV2)
+    weights: str
+    kv: str
+    compute: str
+    attention: str
+    output_tokens: int
+    group_size: int
+    scale_bits: int
+    zero_bits: int
+    keep_16bit: bool
+    measured_s: float
+    engine: str | None = None
+    source: str | None = None
+
+
+def _field(raw: Mapping[str, Any], key: str, file: str, line: int, default: Any = None, kind: type = int,
+           minimum: float = 0.0, strict: bool = True) -> Any:
+    """A numeric column of a row (> minimum, or >= it when not ``strict``; whole for ints), or UserError
+    naming it; values are never echoed at length."""
+    value = raw.get(key)
+    if value in (None, ""):
+        return default
+    shown = escape(str(value), 20)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {shown!r}")]) from None
+    low = number <= minimum if strict else number < minimum
+    if not np.isfinite(number) or low or number > 1e18:
+        bound = f"{'>' if strict else '>='} {minimum:g}"
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number {bound}, got {shown!r}")])
+    if kind is int:
+        if number != int(number):
+            raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a whole number, got {shown!r}")])
+        return int(number)
+    return number
+
+
+def _choice(raw: Mapping[str, Any], key: str, file: str, line: int, default: str, allowed: tuple[str, ...],
+            words: str) -> str:
+    value = raw.get(key) or default
+    if value not in allowed:
+        raise UserError([Problem(file, line, 1, f"$.{key}", f"expected {words}, got {value!r}")])
+    return str(value)
+
+
+def step_row(rec: Record, catalog: Any, repos: Mapping[str, str] | None = None) -> StepRow:
+    """A row as read -> StepRow, or UserError addressed to the column at fault. A server's name (a vLLM result's
+    model_id) stands for the catalog entry citing that repository (``repos``: repository -> catalog key)."""
+    raw, file, line = rec.fields, rec.file, rec.line
+    batch = _field(raw, "batch", file, line, 1)
+    context = _field(raw, "context", file, line)
+    tp = _field(raw, "tp", file, line, 1)
+    pipeline = _field(raw, "pipeline", file, line, 1)
+    weights = _choice(raw, "weights", file, line, "bf16", WEIGHTS, ", ".join(WEIGHTS))
+    kv = _choice(raw, "kv", file, line, "bf16", KV, ", ".join(KV))
+    compute = _choice(raw, "compute", file, line, "bf16", COMPUTE_DTYPES, ", ".join(COMPUTE_DTYPES))
+    attention = _choice(raw, "attention", file, line, "fused", ("eager", "fused", "split"), "eager, fused or split")
+    phase = _choice(raw, "phase", file, line, "decode", PHASES, "decode, prefill or generation")
+    names = {"model": raw["model"], "hardware": raw["hardware"]}
+    if repos and names["model"] not in catalog.models and names["model"] in repos:
+        names["model"] = repos[names["model"]]
+    for key in ("model", "hardware"):
+        table = catalog.models if key == "model" else catalog.hardware
+        if names[key] not in table:
+            raise UserError([Problem(file, line, 1, f"$.{key}", (
+                f"unknown {key} {escape(names[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
+                f"(or $TRIAGE_CATALOG)"), near=(names[key], table))])
+    quantized = weights in ("int8", "int4")
+    group = _field(raw, "group_size", file, line, 1_000_000) if quantized else 1_000_000
+    scale_bits = _field(raw, "scale_bits", file, line, 16, strict=False) if quantized else 16
+    zero_bits = _field(raw, "zero_bits", file, line, 0, strict=False) if quantized else 0
+    output = _field(raw, "output_tokens", file, line, 0, strict=False)
+    if phase == "generation" and not output:
+        raise UserError([Problem(file, line, 1, "$.output_tokens", "a generation row needs output_tokens")])
+    return StepRow(file, line, names["model"], names["hardware"], phase, context, batch, tp, pipeline, weights, kv,
+                   compute, attention, output, group, scale_bits, zero_bits,
+                   str(raw.get("keep_16bit", "true")).lower() == "true",
+                   _measured(raw, file, line, batch, context, output, phase),
+                   str(raw["engine"]) if raw.get("engine") not in (None, "") else None,
+                   str(raw["source"]) if raw.get("source") not in (None, "") else None)
+
+
+def _measured(raw: Mapping[str, Any], file: str, line: int, batch: int, context: int, output: int,
+              phase: str) -> float:
+    """The row's measured seconds: of one step (decode, prefill) or of the whole request (generation)."""
+    given = [k for k in ("tokens_per_s", *TIMES) if raw.get(k)]
+    if len(given) > 1:
+        raise UserError([Problem(file, line, 1, f"$.{given[1]}",
+                                 f"give one measurement a row, not {' and '.join(given)}")])
+    allowed = PHASE_TIMES[phase]
+    if given[0] not in allowed:
+        raise UserError([Problem(file, line, 1, f"$.{given[0]}", (
+            f"a {phase} row is measured by {' or '.join(allowed)}, not {given[0]}"))])
+    if raw.get("tokens_per_s"):
+        rate = _field(raw, "tokens_per_s", file, line, kind=float)
+        tokens = {"decode": batch, "prefill": batch * context, "generation": batch * output}[phase]
+        measured, key = float(tokens) / rate, "tokens_per_s"
+    else:
+        key = next(k for k in TIMES if raw.get(k))
+        try:
+            measured = units.column_time(raw[key], key)
+        except units.UnitError as exc:
+            raise UserError([Problem(file, line, 1, f"$.{key}", str(exc))]) from None
+    if not (math.isfinite(measured) and 1e-9 <= measured <= 3600.0):
+        raise UserError([Problem(file, line, 1, f"$.{key}", "the row's time is not between 1 ns and an hour")])
+    return measured

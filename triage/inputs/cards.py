@@ -237,9 +237,10 @@ def load(source: str | Path | Mapping[str, Any], catalog: catalog_mod.Catalog | 
                 raise
         stacked = stack(parts, claim.id, claim.title)
         paper = claim.paper if claim.paper != Paper() else stacked.paper
-        return replace(stacked, file=claim.file, direction=claim.direction, paper=paper,
-                       claim=replace(stacked.claim, **{f.name: getattr(claim.claim, f.name) for f in fields(Statement)
-                                                       if getattr(claim.claim, f.name) is not None}),
+        own = {f.name: v for f in fields(Statement) if (v := getattr(claim.claim, f.name)) is not None}
+        merged = replace(stacked.claim, **{**own, "order": tuple(dict.fromkeys((*stacked.claim.order,
+                                                                              *claim.claim.order)))})
+        return replace(stacked, file=claim.file, direction=claim.direction, paper=paper, claim=merged,
                        evidence=claim.evidence)
     return claim
 
@@ -267,18 +268,19 @@ def placeholder_problems(doc: Document) -> list[Problem]:
 
 def _paper(raw: dict[str, Any]) -> Paper:
     """The card's schema-valid paper section, typed."""
-    return Paper(**{**raw, **({"authors": tuple(raw["authors"])} if "authors" in raw else {})})
+    return Paper(**{**raw, **({"authors": tuple(raw["authors"])} if "authors" in raw else {})}, order=tuple(raw))
 
 
 def _statement(raw: dict[str, Any]) -> Statement:
     """The card's schema-valid claim section, typed; its setting's offload link in bytes/s (checked already)."""
     setting = dict(raw.get("setting") or {})
     if "precision" in setting:
-        setting["precision"] = Precision(**setting["precision"])
+        setting["precision"] = Precision(**setting["precision"], order=tuple(setting["precision"]))
     if "offload" in setting:
         off = setting["offload"]
         setting["offload"] = Offload(off["weights"], off["link"], units.parse(off["link"], "bandwidth"))
-    return Statement(**{**raw, **({"setting": Setting(**setting)} if "setting" in raw else {})})
+    typed = {"setting": Setting(**setting, order=tuple(setting))} if "setting" in raw else {}
+    return Statement(**{**raw, **typed}, order=tuple(raw))
 
 
 def _change(doc: Document, raw: dict[str, Any]) -> dict[str, Any]:

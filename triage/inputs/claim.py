@@ -52,6 +52,7 @@ class Paper:
     year: int | None = None
     venue: str | None = None
     url: str | None = None
+    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
 
 
 @record
@@ -62,6 +63,7 @@ class Precision:
     kv: str | None = None
     activations: str | None = None
     compute: str | None = None
+    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
 
 
 @record
@@ -92,6 +94,7 @@ class Setting:
     offload: Offload | None = None
     baseline_model: str | None = None
     domain: str | None = None
+    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
 
 
 @record
@@ -105,20 +108,23 @@ class Statement:
     source: str | None = None
     setting: Setting | None = None
     scope: str | None = None
+    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
 
 
-DERIVED = frozenset({"link_bytes_per_s"})      # a section's fields made at load, not written on the card
+DERIVED = frozenset({"link_bytes_per_s", "order"})     # a section's fields made at load, not written on the card
 
 
 def stated(section: Paper | Precision | Offload | Setting | Statement) -> dict[str, Any]:
     """A section's fields the card set, as it wrote them (for JSON, the workloads a setting builds, words)."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(section):
-        v = getattr(section, f.name)
-        if f.name in DERIVED or v is None:
+    names = [f.name for f in dataclasses.fields(section)]
+    order = getattr(section, "order", ())
+    for name in [*order, *(n for n in names if n not in order)]:
+        v = getattr(section, name)
+        if name in DERIVED or v is None:
             continue
         nested = isinstance(v, (Precision, Offload, Setting))
-        out[f.name] = stated(v) if nested else list(v) if isinstance(v, tuple) else v
+        out[name] = stated(v) if nested else list(v) if isinstance(v, tuple) else v
     return out
 
 

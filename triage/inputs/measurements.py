@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from ..errors import Problem, UserError
 from ..io.files import read_text
 from ..io.jsonio import load_json
 from ..records import record
+from . import units
 
 
 @record
@@ -68,3 +70,75 @@ def read(path: Path | str) -> list[Record]:
     if not all(isinstance(x, dict) for x in items):
         raise UserError([Problem(str(path), path="$", message="expected an object or a list of objects")])
     return [Record(str(path), 1, x, is_vllm(x)) for x in items]
+
+
+# `triage run --measured`: the columns a measured row may hold (analysis/measured.py reads the typed rows)
+FIELDS = ("workload", "variant", "hardware", "tpot", "ttft", "tpot_s", "ttft_s", "throughput", "quality")
+
+
+@record
+class MeasuredRow:
+    """One measurement `triage run --measured` reads: its workload, side and chip, times in seconds, throughput
+    and quality."""
+
+    workload: str
+    variant: str
+    hardware: str | None
+    tpot: float | None
+    ttft: float | None
+    throughput: float | None
+    quality: float | None
+
+
+def _number(raw: Any, column: str | None, where: Problem) -> float | None:
+    """A time from its column (``column``: a quantity, or bare seconds in a *_s column), else a plain number."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = units.column_time(raw, column) if column else float(raw)
+    except (units.UnitError, ValueError, TypeError, OverflowError) as exc:
+        raise UserError([Problem(where.file, where.line, where.col, where.path, str(exc))]) from None
+    if not math.isfinite(value) or value < 0:
+        raise UserError([Problem(where.file, where.line, where.col, where.path, f"expected a finite number >= 0, "
+                                                                              f"got {raw!r}")])
+    return value
+
+
+def _at(p: Problem, field: str) -> Problem:
+    return Problem(p.file, p.line, p.col, f"$.{field}", p.message)
+
+
+def _measured_row(rec: Record) -> MeasuredRow:
+    """One measurement, normalised (seconds, tokens/s)."""
+    raw: Mapping[str, Any] = rec.fields
+    file, line = rec.file, rec.line
+    if rec.vllm:                                                 # vllm bench serve --save-result
+        raw = {"workload": raw.get("workload"), "variant": raw.get("variant"), "hardware": raw.get("hardware"),
+               "tpot": vllm_time(raw, "tpot"), "ttft": vllm_time(raw, "ttft"),
+               "throughput": raw.get("output_throughput"), "quality": raw.get("quality")}
+    unknown = [k for k in raw if k not in FIELDS]
+    if unknown:
+        raise UserError([Problem(file, line, 1, f"$.{unknown[0]}", f"unknown measurement field {unknown[0]!r} "
+                                                                  f"(known: {', '.join(FIELDS)})")])
+    for key in ("workload", "variant"):
+        if not raw.get(key):
+            raise UserError([Problem(file, line, 1, f"$.{key}", f"missing {key!r} (vLLM: add --metadata "
+                                                                f"workload=NAME variant=baseline|claim)")])
+    if raw["variant"] not in ("baseline", "claim"):
+        raise UserError([Problem(file, line, 1, "$.variant", f"expected baseline or claim, got {raw['variant']!r}")])
+    where = Problem(file, line, 1, "$")
+    times = {}
+    for key in ("tpot", "ttft"):
+        if raw.get(key) not in (None, "") and raw.get(f"{key}_s") not in (None, ""):
+            raise UserError([Problem(file, line, 1, f"$.{key}_s", f"{key} is given twice ({key} and {key}_s): "
+                                                                  f"keep one")])
+        column = key if raw.get(key) not in (None, "") else f"{key}_s"
+        times[key] = _number(raw.get(column), column, _at(where, column))
+    return MeasuredRow(str(raw["workload"]), raw["variant"], raw.get("hardware") or None, times["tpot"],
+                       times["ttft"], _number(raw.get("throughput"), None, _at(where, "throughput")),
+                       _number(raw.get("quality"), None, _at(where, "quality")))
+
+
+def measured_rows(path: Path | str) -> list[MeasuredRow]:
+    """Every measurement `triage run --measured` reads in a file or folder, typed."""
+    return [_measured_row(rec) for rec in read(path)]

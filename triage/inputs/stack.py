@@ -52,8 +52,9 @@ def stack(claims: list[Claim], card_id: str | None = None, title: str | None = N
         title=title or " + ".join(c.title for c in claims),
         file=" + ".join(c.file for c in claims),
         change=resolve(change),
-        paper=Paper(title="stack of " + ", ".join(c.id for c in claims)),
-        claim=Statement(text="the cards applied together: " + "; ".join(c.claim.text or c.title for c in claims)),
+        paper=Paper(title="stack of " + ", ".join(c.id for c in claims), order=("title",)),
+        claim=Statement(text="the cards applied together: " + "; ".join(c.claim.text or c.title for c in claims),
+                        order=("text",)),
         kernel=all(c.kernel for c in claims),
         kernel_in=min((c.kernel_in for c in claims), key=KERNEL_PLACES.index),   # the weakest card's
         bandwidth_efficiency=min(c.bandwidth_efficiency for c in claims),
