@@ -20,6 +20,11 @@ implementation layer's efficiencies. Printed per layer, then by phase, batch reg
 parallelism; then the shipped files in sample (engines.yaml as shipped, calibration per hardware) for comparison.
 A multi-GPU row is a tensor-parallel group unless its engine splits by layers (stages in sequence) or by rows
 (left out: see LAYER_SPLIT).
+
+Speedup fidelity (issue 43; `--only speedups` prints it alone): for every card whose paper reports a speedup in a
+setting triage prices end to end (claims/, examples/cards/ and the blind hindsight cards, whose adoption labels it
+never reads), the paper check's own prediction there (PaperCheck.predicted: the memo's pricing at the setting's
+batch and context) against the paper's measurement, median and worst of |predicted / measured - 1|, by direction.
 """
 
 from __future__ import annotations
@@ -365,7 +370,56 @@ def viewer(group: list[calibrate.Row], efficiencies: list[dict[str, float]]) -> 
     return out
 
 
+SPEEDUP_CARDS = ("claims", "examples/cards", "bench/hindsight/blind/cards")
+
+
+def speedups() -> None:
+    """The paper check's prediction in each card's own setting against the paper's measured speedup."""
+    from triage.analysis import papercheck
+    from triage.inputs import cards
+
+    cat = catalog.load()
+    pairs, skipped = [], defaultdict(int)
+    for folder in SPEEDUP_CARDS:
+        for path in sorted((ROOT / folder).glob("*.yaml")):
+            try:
+                claim = cards.load(path, cat)
+                loaded = papercheck.load(claim, cat.merged({}, claim.models))
+                check = loaded if isinstance(loaded, papercheck.PaperCheck) else papercheck.check(claim, loaded)
+            except UserError:
+                skipped["refused"] += 1
+                continue
+            if check.predicted is None or check.reported is None:
+                skipped[check.no_bound or (f"scope {check.scope}" if check.scope in papercheck.SCOPES else
+                                           f"metric {check.metric}" if check.metric == "memory" else
+                                           "no prediction (another model's baseline)")] += 1
+                continue
+            # a named cause in the memo: the paper check's likely sources where the paper beats the bound, the
+            # prediction-above notice where triage predicts more than the paper measured
+            named = bool(check.likely_sources) or check.predicted_above
+            pairs.append((f"{Path(folder).name}/{path.stem}", check.predicted, check.reported, named))
+    errs = [p / m - 1.0 for _, p, m, _ in pairs]
+    print(f"\nspeedup fidelity: {len(pairs)} cards whose paper reports a speedup in a setting priced end to end "
+          f"(left out: " + "; ".join(f"{n} {why}" for why, n in sorted(skipped.items())) + ")")
+    if not pairs:
+        return
+    above = sorted((e, name, p, m, n) for (name, p, m, n), e in zip(pairs, errs, strict=True) if e > 0)
+    below = sorted((e, name, p, m, n) for (name, p, m, n), e in zip(pairs, errs, strict=True) if e <= 0)
+    far = [n for (_, _, _, n), e in zip(pairs, errs, strict=True) if abs(e) > 0.5]
+    print(f"  median |predicted / measured - 1| {statistics.median(abs(e) for e in errs):.1%}; "
+          f"{len(above)} predicted above the paper, {len(below)} at or below; {len(far)} beyond 50 %, "
+          f"{sum(far)} of them with a named cause in the memo (the paper check's likely sources, or the "
+          f"prediction-above notice)")
+    for label, side in (("above", above[::-1]), ("below", below)):
+        for e, name, p, m, n in side[:5]:
+            print(f"    {label}: {name}: predicted {p:.2f}x, measured {m:.2f}x ({e:+.1%})"
+                  + ("" if abs(e) <= 0.5 or n else ": no cause named"))
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--only", "speedups"]:
+        speedups()
+        return
     group, left_out = priced()
     sources = sorted({r.spec.source for r in group})
     print(f"corpus rows the model can state: {len(group)} from {len(sources)} sources (of "
@@ -449,6 +503,7 @@ def main() -> None:
         if len(a) >= 3 and b:
             halves += errors_by_hardware(b, fitted(a))
     print(summary("half of each engine's rows -> the other half", halves))
+    speedups()
 
 
 if __name__ == "__main__":
