@@ -62,7 +62,7 @@ def as_published(card: Path, since: str | None = None) -> Claim:
     """The card as its paper stood: an engine kernel counts as the paper's own unless an engine shipped it by
     the paper's year (``since``, the label's first cited shipping date, YYYY-MM)."""
     claim = pipeline.load_claim(card, catalog.resolve(None))
-    year = claim.paper.get("year")
+    year = claim.paper.year
     shipped_before = bool(since and year and int(str(since)[:4]) <= int(year))
     later = claim.kernel_in == "engine" and not shipped_before
     return dataclasses.replace(claim, kernel_in="paper") if later else claim

@@ -94,10 +94,13 @@ def apply(result: Evaluation, path: Path | str) -> Evaluation:
                                       measured, quality, lost))
     new_gaps = replace(g, speedup_end_to_end=e2e, base_request_s=base_req, claim_request_s=claim_req,
                        e2e_metric=basis)
-    new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s)
+    # the evaluation's own rules: the same shipped alternative (measured times move the claim, not what ships)
+    inc_s = result.incumbent.request_s if result.incumbent is not None else None
+    new_verdicts = verdicts.decide(m, result.claim, new_gaps, quality_ratio, claim_s, incumbent_request_s=inc_s)
     # the sensitivity was computed from the card's predictions; with measurements in the verdicts it would
     # contradict them, so it is dropped (the memo says the verdicts rest on measurements)
     analysis = replace(result.analysis, sensitivity=()) if result.analysis is not None else None
     return replace(result, gaps=new_gaps, verdicts=new_verdicts, analysis=analysis,
-                   decision=decision.decide(m, result.claim, new_gaps, new_verdicts),
+                   decision=decision.decide(m, result.claim, new_gaps, new_verdicts,
+                                            result.incumbent.name if result.incumbent is not None else None, inc_s),
                    measured=Measured(str(path), tuple(comparisons)))

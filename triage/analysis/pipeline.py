@@ -232,7 +232,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += cannot_act.unsimulated(claim.change, [m.blocks[b].name for b, _, _ in served or ()])
     if analyse:
         progress.stage("analysing")
-    return Evaluation(claim, m, g, v, d, check, models, parts,                      # analyse
-                      where_it_pays.analyse(claim, m, models, served, work, g) if analyse else None, baseline=overrides,
+    analysis = where_it_pays.analyse(claim, m, models, served, work, g, shipped) if analyse else None   # analyse
+    return Evaluation(claim, m, g, v, d, check, models, parts, analysis, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
                       incumbent=shipped)

@@ -17,6 +17,7 @@ from ..defaults import ANALYSIS_WORKERS, LIMITS, LONG_CONTEXT_TOKENS
 from ..inputs.claim import Claim
 from ..inputs.specs import Model
 from ..model import evidence, verdicts
+from ..model.incumbent import IncumbentPrice
 from ..model.matrix import Matrix
 from ..records import record
 from ..serving.budget import Budget
@@ -202,7 +203,8 @@ def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
 
 
 def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-                work: Budget | None = None, priced: evidence.Gaps | None = None) -> tuple[Sensitivity, ...]:
+                work: Budget | None = None, priced: evidence.Gaps | None = None,
+                shipped: IncumbentPrice | None = None) -> tuple[Sensitivity, ...]:
     """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
     takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
     simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise).
@@ -221,8 +223,11 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
             if served:
                 same = name == "quality_retained" or not claim.change.groups
                 g = serving.price(m, variant, g, served if same else None, work, shown=False)[1]
-        v = verdicts.decide(m, variant, g)
-        d = decision.decide(m, variant, g, v)
+        # judged by the evaluation's own rules: the same shipped alternative (what engines ship does not move with
+        # the card), so a variant at the card's own values gives the card's own verdicts
+        inc_s = shipped.request_s if shipped is not None else None
+        v = verdicts.decide(m, variant, g, incumbent_request_s=inc_s)
+        d = decision.decide(m, variant, g, v, shipped.name if shipped is not None else None, inc_s)
         return Sensitivity(name, value, d.weighted_end_to_end, d.verdict, v.code)
 
     variants = _variants(claim)
@@ -287,8 +292,9 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
 
 
 def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
-            work: Budget | None = None, priced: evidence.Gaps | None = None) -> Analysis:
+            work: Budget | None = None, priced: evidence.Gaps | None = None,
+            shipped: IncumbentPrice | None = None) -> Analysis:
     """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once (``priced``: the
     evaluation's own gaps, which the sensitivity reuses)."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
-                    sensitivity(claim, m, models, served, work, priced), frontier(claim, m, models))
+                    sensitivity(claim, m, models, served, work, priced, shipped), frontier(claim, m, models))
