@@ -6,10 +6,12 @@ model."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..inputs import traffic
 from ..inputs.change import Change
 from ..inputs.specs import Hardware
 from .notices import Notice
@@ -58,6 +60,9 @@ def unsimulated(change: Change, served: list[str]) -> list[Notice]:
 def _hint(change: Change, settings: Any, context: float) -> tuple[str, str, tuple[float, ...]]:
     """Why a change moves nothing on a workload, where the reason is known: (a code of notices.HINTS, the value
     its words name, the numbers they state)."""
+    ships = _already_run(change, settings)
+    if ships:
+        return "already-in-stack", ships, ()
     if change.score_bytes is not None and settings.attention != "eager":
         return "already-fused", settings.attention, ()
     if change.split_kv is not None and settings.attention == "split":
@@ -68,6 +73,31 @@ def _hint(change: Change, settings: Any, context: float) -> tuple[str, str, tupl
     if sparse is not None and sparse.budget >= context:
         return "budget-covers", "", (float(sparse.budget), context)
     return "same-step", "", ()
+
+
+def _already_run(change: Change, settings: Any) -> str:
+    """What of a batching, allocation or scheduling change the workload already runs, in words ('' where the
+    change sets something it does not): the change's batch-slot share, a fragmentation no lower than the
+    workload's, and its scheduler keys laid over the workload's giving the workload's own scheduler. A mechanism
+    in today's stack is its baseline, not a saving (issue 42, item 3)."""
+    own = [k for k in change.keys if k not in ("batching", "scheduler", "memory_waste")]
+    if own or not change.keys:
+        return ""
+    said = []
+    if change.memory_waste is not None:           # an allocator never adds waste: no less than the workload's
+        if change.memory_waste < settings.memory_waste:
+            return ""
+        said.append(f"KV fragmentation {settings.memory_waste * 100:g} %")
+    if change.batching is not None:
+        if change.batching.utilization != settings.batch_utilization:
+            return ""
+        said.append(f"batch slots {change.batching.utilization * 100:g} % useful")
+    if change.scheduler is not None:
+        keys = traffic.given(change.scheduler)
+        if traffic.scheduler(replace(settings.scheduler, **keys)) != traffic.scheduler(settings.scheduler):
+            return ""
+        said.append("scheduler " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in keys.items()))
+    return ", ".join(said)
 
 
 def no_effect(change: Change, blocks: tuple[Any, ...], block_idx: np.ndarray, context: np.ndarray,

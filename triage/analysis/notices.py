@@ -12,7 +12,7 @@ from ..records import record
 CODES = ("prediction-above", "multiplier-grows", "domain-unused", "dtype-missing", "phase-untouched", "no-effect",
          "beyond-window", "profile-range", "profile-tp", "serving-unpriced", "scheduler-unpriced")
 # why a change moves nothing on a workload (no-effect), where the reason is known
-HINTS = ("already-fused", "already-split", "same-dtype", "budget-covers", "same-step")
+HINTS = ("already-in-stack", "already-fused", "already-split", "same-dtype", "budget-covers", "same-step")
 
 
 @record

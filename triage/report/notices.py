@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from ..analysis.notices import HINTS, Notice
 from ..inputs.registry import registry
 
-_HINTS = {"already-fused": "its attention is already {value}: no score traffic to save",
+_HINTS = {"already-in-stack": "today's stack already runs it: {value}; the change is the baseline, not a saving",
+          "already-fused": "its attention is already {value}: no score traffic to save",
           "already-split": "its decode attention already splits the KV",
           "same-dtype": "it already computes in {value}",
           "budget-covers": "the budget of {budget:,.0f} keys covers its {context:,.0f}-token context",
