@@ -395,8 +395,8 @@ def speedups() -> None:
                                            "no prediction (another model's baseline)")] += 1
                 continue
             # a named cause in the memo: the paper check's likely sources where the paper beats the bound, the
-            # prediction-above notice where triage predicts more than the paper measured
-            named = bool(check.likely_sources) or check.predicted_above
+            # prediction-above and prediction-below notices where triage predicts more, or under half
+            named = bool(check.likely_sources) or check.predicted_above or check.predicted_below
             pairs.append((f"{Path(folder).name}/{path.stem}", check.predicted, check.reported, named))
     errs = [p / m - 1.0 for _, p, m, _ in pairs]
     print(f"\nspeedup fidelity: {len(pairs)} cards whose paper reports a speedup in a setting priced end to end "
@@ -409,7 +409,7 @@ def speedups() -> None:
     print(f"  median |predicted / measured - 1| {statistics.median(abs(e) for e in errs):.1%}; "
           f"{len(above)} predicted above the paper, {len(below)} at or below; {len(far)} beyond 50 %, "
           f"{sum(far)} of them with a named cause in the memo (the paper check's likely sources, or the "
-          f"prediction-above notice)")
+          f"prediction-above or prediction-below notice)")
     for label, side in (("above", above[::-1]), ("below", below)):
         for e, name, p, m, n in side[:5]:
             print(f"    {label}: {name}: predicted {p:.2f}x, measured {m:.2f}x ({e:+.1%})"

@@ -93,7 +93,7 @@ def _already_run(change: Change, settings: Any) -> str:
             return ""
         said.append(f"batch slots {change.batching.utilization * 100:g} % useful")
     if change.scheduler is not None:
-        keys = traffic.given(change.scheduler)
+        keys = {k: v for k in traffic.SCHEDULER_KEYS if (v := getattr(change.scheduler, k)) is not None}
         if traffic.scheduler(replace(settings.scheduler, **keys)) != traffic.scheduler(settings.scheduler):
             return ""
         said.append("scheduler " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in keys.items()))

@@ -9,8 +9,9 @@ from __future__ import annotations
 from ..records import record
 
 # every code, in the order a memo lists them
-CODES = ("prediction-above", "multiplier-grows", "domain-unused", "dtype-missing", "phase-untouched", "no-effect",
-         "beyond-window", "profile-range", "profile-tp", "serving-unpriced", "scheduler-unpriced")
+CODES = ("prediction-above", "prediction-below", "multiplier-grows", "domain-unused", "dtype-missing",
+         "phase-untouched", "no-effect", "beyond-window", "profile-range", "profile-tp", "serving-unpriced",
+         "scheduler-unpriced")
 # why a change moves nothing on a workload (no-effect), where the reason is known
 HINTS = ("already-in-stack", "already-fused", "already-split", "same-dtype", "budget-covers", "same-step")
 
@@ -27,8 +28,9 @@ class Notice:
     value: str = ""                   # a dtype (dtype-missing), a chip (profile-*), what the hint names (no-effect:
     #                                   the attention kind or the dtype the workload already runs)
     phases: tuple[str, ...] = ()      # the phases it acts on (phase-untouched) or was fitted on (profile-range)
-    numbers: tuple[float, ...] = ()   # prediction-above: (predicted, measured); multiplier-grows: (the card's
-    #                                   value,); no-effect budget-covers: (budget,
+    numbers: tuple[float, ...] = ()   # prediction-above: (predicted, measured); prediction-below: (predicted,
+    #                                   measured, bound, 1 if the measurement is beyond it); multiplier-grows:
+    #                                   (the card's value,); no-effect budget-covers: (budget,
     #                                   context); profile-range: (batch lo, hi, context lo, hi, cells outside);
     #                                   profile-tp: (rows' tp lo, hi, the workload's or the claim's tp, 1 if the
     #                                   claim's)

@@ -22,6 +22,7 @@ from ..defaults import CARD_METRIC, CARD_SCOPE
 from ..defaults import PAPER_BATCHES as BATCHES
 from ..defaults import PAPER_CONTEXTS as CONTEXTS
 from ..defaults import PAPER_HARDWARE as DEFAULT_HARDWARE
+from ..defaults import PAPER_PREDICTED_BELOW as PREDICTED_BELOW
 from ..defaults import PAPER_TOLERANCE as TOLERANCE
 from ..inputs import workloads
 from ..inputs.catalog import Catalog
@@ -107,6 +108,7 @@ class PaperCheck:
     # costs, the card's kernel), beside the paper's measurement; above it by the tolerance: an optimistic price
     predicted: float | None = None
     predicted_above: bool = False
+    predicted_below: bool = False            # under PAPER_PREDICTED_BELOW of the measurement: a notice names causes
 
 
 def _sources(claim: Claim, metric: str, capacity_bound: float | None, bound: float,
@@ -365,14 +367,17 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
     exceeds = bool(reported > bound * TOLERANCE)
     predicted = _predicted(claim, loaded, chosen)
     above = predicted is not None and predicted > reported * TOLERANCE
+    below = predicted is not None and predicted < reported * PREDICTED_BELOW
     return PaperCheck(
         reported, bound, exceeds, assumed=tuple(assumed), metric=metric, scope=scope, kind=kind, setting=chosen,
         baseline_fits=baseline_fits, capacity_bound=capacity_bound,
         capacity_batches=tuple(capacity_batches) if capacity_batches else None,   # type: ignore[arg-type]
         likely_sources=_sources(claim, metric, capacity_bound, bound, capacity_batches) if exceeds else (),
         misfit=misfit, stated_batch=stated_batch, predicted=predicted,
-        predicted_above=above,
+        predicted_above=above, predicted_below=below,
         warnings=(*((Notice("prediction-above", numbers=(predicted, reported)),) if above and predicted else ()),
+                  *((Notice("prediction-below", value=claim.claim.baseline or "",
+                            numbers=(predicted, reported, bound, float(exceeds))),) if below and predicted else ()),
                   *cannot_act.warnings(claim.change, [loaded.method.catalog.hardware[hardware]],
                                        [("the paper's setting", phase)], domains=None)))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..analysis.notices import HINTS, Notice
+from ..errors import escape
 from ..inputs.registry import registry
 
 _HINTS = {"already-in-stack": "today's stack already runs it: {value}; the change is the baseline, not a saving",
@@ -37,6 +38,16 @@ def words(n: Notice) -> str:
         return (f"in the paper's own setting triage predicts {predicted:.2f}× end to end, above the paper's "
                 f"measured {measured:.2f}×: the gains below are likely optimistic for this method (see \"The "
                 f"paper's own setting\")")
+    if n.code == "prediction-below":
+        predicted, measured, bound, beyond = n.numbers
+        baseline = f" ({escape(n.value, 80)})" if n.value else ""
+        why = (f"beyond the step's bound of {bound:.2f}× too, so the step alone cannot give it (the paper check "
+               f"lists where such a gain usually comes from)" if beyond else
+               f"within the step's bound of {bound:.2f}×: the paper's baseline{baseline} may be slower than today's "
+               f"stack, or its kernel nearer the bound than the shipped defaults' efficiencies and fixed costs, and "
+               f"the gains below pessimistic for this method")
+        return (f"in the paper's own setting triage predicts {predicted:.2f}× end to end, under half the paper's "
+                f"measured {measured:.2f}×, {why}: see \"The paper's own setting\"")
     if n.code == "multiplier-grows":
         (value,) = n.numbers
         quantity = registry()[n.key].multiplies
