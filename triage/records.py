@@ -97,3 +97,22 @@ def record(cls: T) -> T:
     if not shown:
         made.__repr__ = _repr
     return made
+
+
+# a field's metadata: made when the record is built, not written by the user (written() leaves it out)
+DERIVED: dict[str, Any] = {"derived": True}
+
+
+def written(value: Any) -> Any:
+    """A record as its user wrote it: the fields set (not None), in its ``order`` where it keeps one, derived fields
+    (metadata DERIVED) left out, nested records alike; a tuple as a list, anything else as it is."""
+    if not (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return list(value) if isinstance(value, tuple) else value
+    fields = {f.name: f for f in dataclasses.fields(value)}
+    order = [n for n in getattr(value, "order", ()) if n in fields]
+    out = {}
+    for name in [*order, *(n for n in fields if n not in order)]:
+        v = getattr(value, name)
+        if v is not None and not fields[name].metadata.get("derived"):
+            out[name] = written(v)
+    return out

@@ -36,7 +36,6 @@ from ..errors import Problem, UserError
 from ..inputs import calibration_rows, units, workloads
 from ..inputs import catalog as catalog_mod
 from ..inputs.calibration_rows import StepRow
-from ..inputs.change import WeightQuant, resolve
 from ..inputs.claim import Claim
 from ..model import evidence, matrix
 from ..model.roofline import GROUPS, StepCost, comm_time, step_cost, step_time
@@ -83,12 +82,6 @@ class Row:
 
 def price(row: StepRow, catalog: Any) -> Row:
     """The row's FLOPs and bytes per group, at 100 % efficiency and no overhead."""
-    change = resolve({"weight_bytes": 1.0})
-    if row.weights in ("int8", "int4"):
-        bits = 8 if row.weights == "int8" else 4
-        change = resolve({"weight_quant": WeightQuant(float(bits), bits=bits, group_size=row.group_size,
-                                                      scale_bits=row.scale_bits, zero_bits=row.zero_bits,
-                                                      keep_16bit=row.keep_16bit)})
     file, line, batch, context, output, phase = row.file, row.line, row.batch, row.context, row.output_tokens, \
         row.phase
     tp, pipeline = row.tp, row.pipeline
@@ -107,7 +100,7 @@ def price(row: StepRow, catalog: Any) -> Row:
                                  "workloads": cells}, catalog.pooled(row.hardware, pipeline))
     except UserError as err:
         raise UserError([Problem(file, line, 1, p.path, p.message) for p in err.problems]) from None
-    claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=change)
+    claim = Claim(id="measured", title="measured configuration", direction="weights", file=file, change=row.change)
     grid = matrix.build(resolved)
     g = evidence.compute(grid, claim, resolved.catalog.models)
     if not g.claim.fits.all():

@@ -256,8 +256,10 @@ def load(claim: Claim, catalog: Catalog) -> PaperInputs | PaperCheck:
     bounds."""
     setting = claim.claim.setting
     reported = claim.claimed_speedup
-    if setting is None or setting == Setting() or reported is None:
-        return PaperCheck(reported, no_bound="no-setting" if setting is None or setting == Setting() else "no-speedup")
+    if setting is None or setting == Setting():
+        return PaperCheck(reported, no_bound="no-setting")
+    if reported is None:
+        return PaperCheck(reported, no_bound="no-speedup")
     metric = claim.claim.metric or CARD_METRIC
     scope = claim.claim.scope or CARD_SCOPE
     if scope in ("training", "serving"):
@@ -349,9 +351,9 @@ def check(claim: Claim, loaded: PaperInputs | PaperCheck) -> PaperCheck:
         # the number that priced the bound: the setting's domain's, else the card's default
         domain = setting.domain
         by_domain = dict(spec.by_domain)
-        given = {k: v for k, v in (("tokens_per_step", spec.tokens_per_step), ("acceptance", spec.acceptance))
-                 if v is not None}
-        paths = {f"by_domain.{domain}": by_domain[domain]} if domain in by_domain else given
+        default = {k: v for k, v in (("tokens_per_step", spec.tokens_per_step), ("acceptance", spec.acceptance))
+                   if v is not None}
+        paths = {f"by_domain.{domain}": by_domain[domain]} if domain in by_domain else default
         quoted = [p for p in paths if "quote" in claim.evidence.get(f"change.speculative.{p}", {})]
         if not quoted:
             assumed.append(Item("speculative-assumption", tuple(f"{p} {v}" for p, v in paths.items())))

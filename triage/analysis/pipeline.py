@@ -93,14 +93,13 @@ def _profile_tp(m: matrix.Matrix, claim_tp: np.ndarray) -> list[Notice]:
     (its per-sequence and per-request costs are the host's), and the memo says so. Not where every cell of it
     lies outside the entry's range (those take the default: profile-range)."""
     out = []
+    first = np.full(len(m.blocks), -1)
+    first[m.block_idx[::-1]] = np.arange(len(m.block_idx))[::-1]     # each block's first cell, in one pass
     for b, s in enumerate(m.blocks):
-        if s.engine is None:
+        if s.engine is None or first[b] < 0:
             continue
         engine = s.engine
-        on = np.flatnonzero(m.block_idx == b)
-        if on.size == 0:
-            continue
-        system = float(claim_tp[on[0]])
+        system = float(claim_tp[first[b]])
         degrees = [(float(s.tp), 0.0)] + ([(system, 1.0)] if system != s.tp else [])
         for h, hw in enumerate(m.hardware):
             r = engine.ranges.get(hw.key)

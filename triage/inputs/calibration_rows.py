@@ -23,12 +23,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..defaults import LIMITS
 from ..errors import NEAR, Problem, UserError, escape
 from ..records import record
 from . import measurements, units
+from .change import Change, parse
 from .measurements import Record
 
 REQUIRED = ("model", "hardware", "context")
@@ -177,10 +176,7 @@ class StepRow:
     compute: str
     attention: str
     output_tokens: int
-    group_size: int
-    scale_bits: int
-    zero_bits: int
-    keep_16bit: bool
+    change: Change                # its weight format as a change to 16-bit weights (int8/int4: weight_quant)
     measured_s: float
     engine: str | None = None
     source: str | None = None
@@ -199,7 +195,7 @@ def _field(raw: Mapping[str, Any], key: str, file: str, line: int, default: Any 
     except (TypeError, ValueError):
         raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a number, got {shown!r}")]) from None
     low = number <= minimum if strict else number < minimum
-    if not np.isfinite(number) or low or number > 1e18:
+    if not math.isfinite(number) or low or number > 1e18:
         bound = f"{'>' if strict else '>='} {minimum:g}"
         raise UserError([Problem(file, line, 1, f"$.{key}", f"expected a finite number {bound}, got {shown!r}")])
     if kind is int:
@@ -239,17 +235,18 @@ def step_row(rec: Record, catalog: Any, repos: Mapping[str, str] | None = None) 
             raise UserError([Problem(file, line, 1, f"$.{key}", (
                 f"unknown {key} {escape(names[key], 40)!r}{NEAR}; define it in a catalog file and pass --catalog "
                 f"(or $TRIAGE_CATALOG)"), near=(names[key], table))])
-    quantized = weights in ("int8", "int4")
-    group = _field(raw, "group_size", file, line, 1_000_000) if quantized else 1_000_000
-    scale_bits = _field(raw, "scale_bits", file, line, 16, strict=False) if quantized else 16
-    zero_bits = _field(raw, "zero_bits", file, line, 0, strict=False) if quantized else 0
+    change = parse({"weight_bytes": 1.0})
+    if weights in ("int8", "int4"):
+        change = parse({"weight_quant": {"bits": 8 if weights == "int8" else 4,
+                                         "group_size": _field(raw, "group_size", file, line, 1_000_000),
+                                         "scale_bits": _field(raw, "scale_bits", file, line, 16, strict=False),
+                                         "zero_bits": _field(raw, "zero_bits", file, line, 0, strict=False),
+                                         "keep_16bit": str(raw.get("keep_16bit", "true")).lower() == "true"}})
     output = _field(raw, "output_tokens", file, line, 0, strict=False)
     if phase == "generation" and not output:
         raise UserError([Problem(file, line, 1, "$.output_tokens", "a generation row needs output_tokens")])
     return StepRow(file, line, names["model"], names["hardware"], phase, context, batch, tp, pipeline, weights, kv,
-                   compute, attention, output, group, scale_bits, zero_bits,
-                   str(raw.get("keep_16bit", "true")).lower() == "true",
-                   _measured(raw, file, line, batch, context, output, phase),
+                   compute, attention, output, change, _measured(raw, file, line, batch, context, output, phase),
                    str(raw["engine"]) if raw.get("engine") not in (None, "") else None,
                    str(raw["source"]) if raw.get("source") not in (None, "") else None)
 

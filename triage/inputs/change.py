@@ -14,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import field
 from functools import cache
 from typing import Any
 
-from ..records import record
+from ..records import DERIVED as DERIVED_FIELD
+from ..records import record, written
 from .registry import (
     DTYPE_BITS,
     KV_FORMATS,
@@ -32,7 +34,7 @@ from .registry import (
     float_formats,
     registry,
 )
-from .traffic import LINKS, SchedulerKeys, given, keys
+from .traffic import LINKS, SchedulerKeys, keys
 
 
 @record
@@ -46,7 +48,7 @@ class KvLatent:
 class KvQuant:
     """kv_quant: a declared KV format (integer ``bits`` or a float ``format``), its scales and residual."""
 
-    element_bits: float                 # bits per stored element: ``bits``, or the float format's (e4m3: 8)
+    element_bits: float = field(metadata=DERIVED_FIELD)   # bits per element: ``bits``, or the float format's (e4m3: 8)
     bits: int | None = None
     format: str | None = None
     group_size: int | None = None
@@ -95,7 +97,7 @@ class SparseAttention:
 class WeightQuant:
     """weight_quant: a declared weight format (integer ``bits`` or a float ``format``) and its scales."""
 
-    element_bits: float                 # bits per stored element: ``bits``, or the float format's (e3m2: 6)
+    element_bits: float = field(metadata=DERIVED_FIELD)   # bits per element: ``bits``, or the float format's (e3m2: 6)
     bits: int | None = None
     format: str | None = None
     group_size: int | None = None
@@ -156,7 +158,7 @@ class DequantOps:
 
     kv: float | None = None
     weights: float | None = None
-    single: bool = False
+    single: bool = field(default=False, metadata=DERIVED_FIELD)
 
 
 Spec = (KvLatent | KvQuant | TokenKeep | KvRead | StreamingHeads | SparseAttention | WeightQuant | Sparsity | Hadamard
@@ -170,7 +172,8 @@ SPECS: dict[str, type] = {
     "hadamard": Hadamard, "low_rank": LowRank, "speculative": Speculative, "batching": Batching,
     "dequant_ops": DequantOps, "scheduler": SchedulerKeys,
 }
-DERIVED = frozenset({"element_bits", "single", "written"})   # spec fields made at load, not written on a card
+# spec fields made at load, not written on a card (metadata DERIVED)
+DERIVED = frozenset(f.name for kind in SPECS.values() for f in dataclasses.fields(kind) if f.metadata.get("derived"))
 LINK_KEYS = frozenset(k for k, _ in LINKS)
 
 
@@ -210,7 +213,7 @@ class Change:
     dequant_ops: DequantOps | None = None
     # -- the facts (resolve)
     keys: tuple[str, ...] = ()                      # the keys set, in the registry's order
-    order: tuple[str, ...] = ()                     # the same, in the card's order (its words and echo)
+    order: tuple[str, ...] = field(default=(), compare=False)   # the same, in the card's order (words and echo)
     kinds: frozenset[str] = frozenset()             # what the gain is made of (the registry's `carries`)
     acting: tuple[tuple[str, frozenset[str]], ...] = ()   # each key's phases (sparse_attention: its own)
     group_phases: tuple[tuple[str, frozenset[str]], ...] = ()   # groups whose kernels it replaces, and where
@@ -230,7 +233,6 @@ class Change:
     needs: tuple[str, ...] = ()                     # evidence a lossy method of its kind must show
 
 
-MECHANISMS = tuple(f.name for f in dataclasses.fields(Change) if f.name in registry())
 
 
 def _element_bits(spec: Mapping[str, Any]) -> float:
@@ -370,17 +372,14 @@ def plain(value: Value) -> Any:
     """A typed value as the card wrote it (a spec's set fields, derived ones left out), for JSON and words."""
     if isinstance(value, DequantOps) and value.single:
         return value.kv
+    out = written(value)
+    if isinstance(value, Speculative):
+        out.pop("by_domain")
+        if value.by_domain:
+            out["by_domain"] = dict(value.by_domain)
     if isinstance(value, SchedulerKeys):
-        return {**given(value), **dict(value.written)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            v = getattr(value, f.name)
-            if f.name in DERIVED or v is None or (f.name == "by_domain" and not v):
-                continue
-            out[f.name] = dict(v) if f.name == "by_domain" else list(v) if isinstance(v, tuple) else v
-        return out
-    return value
+        out.update(value.written)
+    return out
 
 
 def to_json(change: Change) -> dict[str, Any]:

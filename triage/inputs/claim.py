@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import field
 from typing import Any
 
-from ..records import record
+from ..records import DERIVED, record, written
 from .change import Change, to_json
 from .specs import Model
 
@@ -52,7 +51,7 @@ class Paper:
     year: int | None = None
     venue: str | None = None
     url: str | None = None
-    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
+    order: tuple[str, ...] = field(default=(), compare=False, metadata=DERIVED)   # the card's key order (its echo)
 
 
 @record
@@ -63,7 +62,7 @@ class Precision:
     kv: str | None = None
     activations: str | None = None
     compute: str | None = None
-    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
+    order: tuple[str, ...] = field(default=(), compare=False, metadata=DERIVED)   # the card's key order (its echo)
 
 
 @record
@@ -73,7 +72,7 @@ class Offload:
 
     weights: float
     link: str | float
-    link_bytes_per_s: float
+    link_bytes_per_s: float = field(metadata=DERIVED)
 
 
 @record
@@ -94,7 +93,7 @@ class Setting:
     offload: Offload | None = None
     baseline_model: str | None = None
     domain: str | None = None
-    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
+    order: tuple[str, ...] = field(default=(), compare=False, metadata=DERIVED)   # the card's key order (its echo)
 
 
 @record
@@ -108,24 +107,12 @@ class Statement:
     source: str | None = None
     setting: Setting | None = None
     scope: str | None = None
-    order: tuple[str, ...] = ()        # the keys in the card's order (its echo keeps it)
-
-
-DERIVED = frozenset({"link_bytes_per_s", "order"})     # a section's fields made at load, not written on the card
+    order: tuple[str, ...] = field(default=(), compare=False, metadata=DERIVED)   # the card's key order (its echo)
 
 
 def stated(section: Paper | Precision | Offload | Setting | Statement) -> dict[str, Any]:
     """A section's fields the card set, as it wrote them (for JSON, the workloads a setting builds, words)."""
-    out: dict[str, Any] = {}
-    names = [f.name for f in dataclasses.fields(section)]
-    order = getattr(section, "order", ())
-    for name in [*order, *(n for n in names if n not in order)]:
-        v = getattr(section, name)
-        if name in DERIVED or v is None:
-            continue
-        nested = isinstance(v, (Precision, Offload, Setting))
-        out[name] = stated(v) if nested else list(v) if isinstance(v, tuple) else v
-    return out
+    return dict(written(section))
 
 
 @record

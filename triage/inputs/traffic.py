@@ -33,7 +33,7 @@ from ..defaults import (
 from ..errors import Problem, UserError
 from ..io.files import read_text
 from ..io.yamlio import Document
-from ..records import record
+from ..records import DERIVED, record
 from . import units
 
 AZURE = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -294,7 +294,8 @@ class SchedulerKeys:
     pp: int | None = None
     chunked_prefill: bool | None = None
     scheduler_steps: int | None = None
-    written: tuple[tuple[str, str], ...] = ()    # the link quantities as the card wrote them ('300 GB/s'), echoed
+    # the link quantities as the card wrote them ('300 GB/s'), echoed
+    written: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False, metadata=DERIVED)
 
 
 
