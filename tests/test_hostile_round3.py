@@ -316,8 +316,9 @@ def test_case_4_the_windowed_json_is_the_whole_documents_bytes():
 def test_case_6_every_simulation_pays_its_fixed_cost_against_the_serving_budget(monkeypatch):
     """Many small traffic workloads (ten requests, four output tokens each): before the fix a run charged only
     ~2,500 token-steps for a simulation that costs ~600 us of CPU (7,500 at 80 ns), so the budget's documented
-    ~30 s became ~80 s. With a 20,000,000-step budget the run now stops after at most 20e6 / SIMULATION_STEPS
-    simulations (4,000; main ran 7,800)."""
+    ~30 s became ~80 s. With 20,000,000 steps for the listed rates and as many for the rate searches (issue 44:
+    charged apart), the run now stops after at most 40e6 / SIMULATION_STEPS simulations (8,000; main ran 7,800
+    against one budget of 20,000,000 before the fix)."""
     import triage
     from triage.analysis import pipeline
     from triage.serving import engine
@@ -333,8 +334,8 @@ def test_case_6_every_simulation_pays_its_fixed_cost_against_the_serving_budget(
                  for i in range(300)]
     with pytest.raises((triage.UserError, ValueError), match="token-steps"):
         pipeline.evaluate(KV2X, {"defaults": {"model": "llama-2-7b", "hardware": "h100-sxm"},
-                                 "workloads": workloads}, work=Budget(limit=20_000_000))
-    assert len(made) <= 4_000                # 20,000,000 steps / 5,000 a simulation at least, by hand
+                                 "workloads": workloads}, work=Budget(limit=20_000_000, search_limit=20_000_000))
+    assert len(made) <= 8_000                # 40,000,000 steps / 5,000 a simulation at least, by hand
 
 
 # ---- what triage writes for people to read back: XML ------------------------------------------------------------

@@ -125,7 +125,8 @@ def test_calibrate_verbose_stages(tmp_path):
 
 def test_serving_simulations_report_their_token_steps(immediate, tmp_path, monkeypatch):
     """The bar the command line gives the pipeline: the stages of a run with traffic, and the serving budget's
-    token-steps, reported every limit / PROGRESS_REPORTS of them: 200,000,000 / 100,000 = 2,000 here."""
+    token-steps, the listed rates' and the rate searches' together, reported every limits / PROGRESS_REPORTS of
+    them: (200,000,000 + 200,000,000) / 100,000 = 4,000 here."""
     import io
 
     from triage.analysis import pipeline
@@ -147,9 +148,10 @@ def test_serving_simulations_report_their_token_steps(immediate, tmp_path, monke
                       "simulating 1 serving workload (per model and chip, baseline and claim)",
                       "analysing: crossover, throughput at the SLO, sensitivity"]
     draws = _draws(text)
-    assert all("of at most 200,000,000 token-steps (limit serving_work)" in d for d in draws), draws[:3]
+    assert all("of at most 400,000,000 token-steps (limits serving_work and serving_search_work)" in d
+               for d in draws), draws[:3]
     spent = [float(_count(d).split(" of ")[0].replace(",", "")) for d in draws]
-    assert len(spent) >= 2 and all(b - a >= 2_000 for a, b in zip(spent, spent[1:], strict=False))
+    assert len(spent) >= 2 and all(b - a >= 4_000 for a, b in zip(spent, spent[1:], strict=False))
 
 
 def test_a_terminal_is_told_from_a_pipe():

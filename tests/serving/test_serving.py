@@ -2,6 +2,7 @@
 theory (Little's law; a near-empty system serves each request at the step times; overload grows the queue)."""
 
 import dataclasses
+import math
 import types
 
 import numpy as np
@@ -11,6 +12,8 @@ import triage
 from triage.analysis import serving
 from triage.inputs.traffic import Lengths, Scheduler, Traffic
 from triage.serving.deployment import Side
+from triage.serving.engine import Engine
+from triage.serving.metrics import Percentiles
 from triage.serving.policies import POLICIES, simulate
 from triage.serving.requests import Requests, requests
 from triage.serving.search import max_rate
@@ -50,7 +53,8 @@ def test_an_iteration_prices_what_a_step_prices():
     assert decode.scalar(8, 8, 8 * 4096, 0, 0) == pytest.approx(step[0], rel=1e-9)
     assert prefill.scalar(2048, 1, 0, 2048 * 2049 / 2, 1) == pytest.approx(step[1], rel=1e-9)
     line, const = decode.decode_line(8, 8 * 4096)
-    assert decode.steps(line, const, 3)[0] == pytest.approx(step[0], rel=1e-9)
+    assert Engine._steps(line, const, 3, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
+    assert Engine._steps(line, const, 300, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
     # by hand: the 8 sequences' own cost is 8 x 20 µs = 0.16 ms of each decode iteration; a 64-sequence one pays
     # 64 x 20 µs = 1.28 ms (the per-iteration CPU work that grows with the batch)
     free = dataclasses.replace(decode, sequence_s=0.0)
@@ -206,8 +210,10 @@ def test_the_search_finds_small_capacities_and_a_tbt_only_slo_needs_a_stable_que
         def __init__(self, capacity):
             self.capacity = capacity
 
-        def run(self, traffic, rate):
-            return types.SimpleNamespace(slo_met=rate <= self.capacity)
+        def run(self, traffic, rate):     # a TBT over its bound in proportion to the rate over the capacity
+            tbt = Percentiles(*[0.1 * rate / self.capacity] * 4)
+            return types.SimpleNamespace(slo_met=rate <= self.capacity, rate_rps=rate, throughput_rps=rate,
+                                         ttft_s=tbt, tbt_s=tbt, tpot_s=tbt)
     t = _traffic(slo_tbt_s=0.1)
     for capacity in (0.003, 0.0045, 0.0075, 3.0, 700.0):
         assert max_rate(Stub(capacity), t, 2.0) == pytest.approx(capacity, rel=0.01)
@@ -250,7 +256,7 @@ def test_an_moe_iteration_reads_the_experts_its_tokens_touch(batch):
     step = float(ev.gaps.base.time_end_to_end[0])
     assert cost.scalar(batch, batch, batch * 512, 0, 0) == pytest.approx(step, rel=1e-9)
     line, const = cost.decode_line(batch, batch * 512)
-    assert cost.steps(line, const, 1)[0] == pytest.approx(step, rel=1e-9)
+    assert Engine._steps(line, const, 1, math.inf)[0] == pytest.approx(step, rel=1e-9)
     assert cost.touched(batch) == pytest.approx(1 - 0.75 ** batch, rel=1e-12)
     # all the routed experts read once, fp16, half on each GPU, at the workload's 0.85 of 3.35 TB/s
     assert cost.expert_memory_s == pytest.approx(45_097_156_608 * 2 / 2 / (3.35e12 * 0.85), rel=1e-9)
@@ -288,3 +294,15 @@ def test_mixtral_on_eight_h100s_serves_its_kv_room_at_a_tpot_under_200_ms():
                           output=Lengths("fixed", 256)), 400.0)
     assert 600 <= r.mean_batch <= 1024
     assert 93.4e9 / 8 / (3.35e12 * 0.85) <= r.tpot_s.p50 <= r.tpot_s.p99 < 0.200
+
+
+def test_a_warm_up_requests_longest_gap_counts_every_step_it_ran():
+    # one request decoding 400 tokens alone: its steps grow with its context, so its longest gap is the last
+    # step's, whether or not its gaps are kept in the statistics (the warm-up's goodput reads it)
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    req = Requests(np.array([0.0]), np.array([4096.0]), np.array([400.0]))
+    kept = simulate(req, _cost(ev), Scheduler(), measured=np.array([True]))
+    warm = simulate(req, _cost(ev), Scheduler(), measured=np.array([False]))
+    gaps, _ = kept.token_gaps()
+    assert warm.max_gap[0] == kept.max_gap[0] == pytest.approx(gaps.max(), rel=1e-12)
+    assert warm.max_gap[0] > gaps.min()

@@ -113,14 +113,16 @@ def _check_split(block: Settings, t: Traffic, side: Side) -> None:
 
 
 def run_budget(progress: Progress = SILENT) -> Budget:
-    """The token-steps one run may simulate (limit serving_work), to share between its simulations; each
-    simulation's spending told to ``progress``."""
-    return Budget(LIMITS.serving_work, progress=progress)
+    """The token-steps one run may simulate (limit serving_work) and its rate searches apart (limit
+    serving_search_work), to share between its simulations; each simulation's spending told to ``progress``."""
+    return Budget(LIMITS.serving_work, progress=progress, search_limit=LIMITS.serving_search_work)
 
 
-def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress, shown: bool = True) -> Results:
+def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progress, shown: bool = True,
+              near: Results | None = None) -> Results:
     """Baseline and claim of every (block, model, chip) with traffic, simulated, charged to ``budget``; the
-    stage told to ``progress`` once the work is checked."""
+    stage told to ``progress`` once the work is checked; each rate search started next to ``near``'s answer
+    for the same workload (the evaluation's own, for a sensitivity variant)."""
     sides: dict[tuple[int, int, int], tuple[Side, Side]] = {}
     for (b, mi, hi), i in _pairs(m).items():
         block = m.blocks[b]
@@ -159,7 +161,7 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progre
         block = m.blocks[b]
         assert block.traffic is not None
         try:
-            results[(b, mi, hi)] = serve(base, new, block.traffic, shown)
+            results[(b, mi, hi)] = serve(base, new, block.traffic, shown, near.get((b, mi, hi)) if near else None)
         except ValueError as exc:
             where = f"{m.models[mi].label} on {m.hardware[hi].key}"
             raise UserError([_at(block, f"{where}: {exc}")]) from None
@@ -167,17 +169,18 @@ def _simulate(m: Matrix, claim: Claim, g: Gaps, budget: Budget, progress: Progre
 
 
 def price(m: Matrix, claim: Claim, g: Gaps, known: Results | None = None, work: Budget | None = None,
-          progress: Progress = SILENT, shown: bool = True) -> tuple[Results, Gaps]:
+          progress: Progress = SILENT, shown: bool = True, near: Results | None = None) -> tuple[Results, Gaps]:
     """Every workload with traffic: one simulation per model and chip of it, baseline and claim (the claim's
     `change.scheduler` laid over the workload's scheduler); ``g`` with those cells' end-to-end gain and
     GPU-seconds per request taken from the simulation. ``known``: results already simulated for the same
     inputs (a sensitivity variant that moves nothing the simulation reads), applied without simulating.
     ``work``: the run's budget (shared with its sensitivity variants); ``progress``: told when simulating
     begins (a variant's simulation, inside the analysis stage, is not a stage of its own); ``shown``: whether
-    the results are a memo's (a variant's are not: it runs no rate the table alone would show)."""
+    the results are a memo's (a variant's are not: it runs no rate the table alone would show); ``near``: a
+    close neighbour's results (a variant's evaluation), where each rate search starts."""
     if not any(b.traffic is not None for b in m.blocks):
         return {}, g
-    results = known if known is not None else _simulate(m, claim, g, work or run_budget(), progress, shown)
+    results = known if known is not None else _simulate(m, claim, g, work or run_budget(), progress, shown, near)
     gain = np.full(len(m), np.nan)
     basis = np.array(np.broadcast_to(g.e2e_metric, (len(m),)))
     base_req = np.array(np.broadcast_to(g.base_request_s, (len(m),)), dtype=float)

@@ -222,7 +222,7 @@ def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: servi
                                retime=_retimable(claim, variant, priced))
             if served:
                 same = name == "quality_retained" or not claim.change.groups
-                g = serving.price(m, variant, g, served if same else None, work, shown=False)[1]
+                g = serving.price(m, variant, g, served if same else None, work, shown=False, near=served)[1]
         # judged by the evaluation's own rules: the same shipped alternative (what engines ship does not move with
         # the card), so a variant at the card's own values gives the card's own verdicts
         inc_s = shipped.request_s if shipped is not None else None

@@ -44,7 +44,8 @@ UNITS: dict[str, Callable[[float, float], str]] = {
     "cells": lambda done, total: f"{done:,.0f} of {total:,.0f} cells",
     "rows": lambda done, total: f"{done:,.0f} of {total:,.0f} rows",
     "chips": lambda done, total: f"{done:,.0f} of {total:,.0f} chips",
-    "token-steps": lambda done, total: f"{done:,.0f} of at most {total:,.0f} token-steps (limit serving_work)",
+    "token-steps": lambda done, total: (f"{done:,.0f} of at most {total:,.0f} token-steps (limits serving_work and "
+                                        f"serving_search_work)"),
 }
 BOUNDS = {"token-steps"}          # units whose total is a limit: no time left is forecast from them
 

@@ -23,6 +23,10 @@ import numpy as np
 from ..records import record
 from .roofline import GROUPS, Machine, StepInputs, comm_time, experts_touched_fraction, group_times, step_cost
 
+# one group's decode line at a batch size, what does not move with the contexts: compute at no context, per
+# context token, the experts' compute, its growth a step; memory's four the same; attention's occupancy scale
+LineParts = tuple[float, float, float, float, float, float, float, float, float]
+
 LINEAR = GROUPS.index("linear")
 ATTENTION = GROUPS.index("attention")
 
@@ -59,10 +63,13 @@ class IterationCost:
     # the coefficients as plain floats, for the per-iteration paths
     _compute: list[list[float]] = field(init=False, repr=False, compare=False)
     _memory: list[list[float]] = field(init=False, repr=False, compare=False)
+    # a decode line's parts that do not move with the contexts, per batch size (decode_line)
+    _lines: dict[int, tuple[list[LineParts], float]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_compute", self.compute.tolist())
         object.__setattr__(self, "_memory", self.memory.tolist())
+        object.__setattr__(self, "_lines", {})
 
     def touched(self, tokens: float) -> float:
         """The share of the routed experts an iteration of ``tokens`` tokens reads (0 for a dense model): the
@@ -72,28 +79,22 @@ class IterationCost:
     def decode_line(self, b: int, d0: float) -> tuple[list[tuple[float, float, float, float]], float]:
         """Decode-only iterations of b sequences whose contexts sum to d0 at the first and grow by b a step: per
         group (compute at step 0, its growth a step, memory at step 0, its growth), and the constant seconds.
-        Every step of the line has b tokens, so its routed experts' share is one value."""
-        occupancy = max(min(1.0, b * self.busy_per_decode), 1e-9)
-        experts = self.touched(b)
-        line = []
-        for g, (c, m) in enumerate(zip(self._compute, self._memory, strict=True)):
-            c0 = c[0] + (c[1] + c[2]) * b + c[3] * d0
-            m0 = m[0] + (m[1] + m[2]) * b + m[3] * d0
-            if g == LINEAR:
-                c0 += self.expert_compute_s * experts
-                m0 += self.expert_memory_s * experts
-            scale = 1.0 / occupancy if g == ATTENTION else 1.0
-            line.append((c0, c[3] * b, m0 * scale, m[3] * b * scale))
-        return line, self.comm[0] + self.comm[1] * b + self.step_s + self.sequence_s * b
-
-    @staticmethod
-    def steps(line: list[tuple[float, float, float, float]], const: float, k: int) -> np.ndarray:
-        """The k iterations of a decode line, in seconds."""
-        s = np.arange(k, dtype=float)
-        total = np.full(k, const)
-        for c0, cs, m0, ms in line:
-            total += np.maximum(c0 + cs * s, m0 + ms * s)
-        return total
+        Every step of the line has b tokens, so its routed experts' share is one value. What does not move with
+        the contexts is worked out once per batch size (a simulation asks for the same few thousands of times)."""
+        if b not in self._lines:
+            occupancy = max(min(1.0, b * self.busy_per_decode), 1e-9)
+            experts = self.touched(b)
+            per: list[LineParts] = []
+            for g, (c, m) in enumerate(zip(self._compute, self._memory, strict=True)):
+                linear = g == LINEAR
+                scale = 1.0 / occupancy if g == ATTENTION else 1.0
+                per.append((c[0] + (c[1] + c[2]) * b, c[3], self.expert_compute_s * experts if linear else 0.0,
+                            c[3] * b, m[0] + (m[1] + m[2]) * b, m[3], self.expert_memory_s * experts if linear
+                            else 0.0, scale, m[3] * b * scale))
+            self._lines[b] = (per, float(self.comm[0] + self.comm[1] * b + self.step_s + self.sequence_s * b))
+        per, const = self._lines[b]
+        return [((c0 + c3 * d0) + ce, cs, ((m0 + m3 * d0) + me) * scale, ms)
+                for c0, c3, ce, cs, m0, m3, me, scale, ms in per], const
 
     def scalar(self, t: float, r: float, d: float, p: float, new_requests: float) -> float:
         """``time`` of one iteration, in plain floats (the simulation's per-iteration path)."""

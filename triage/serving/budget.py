@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..defaults import PROGRESS_REPORTS
@@ -23,24 +25,46 @@ SIMULATION_STEPS = 5_000
 @dataclass
 class Budget:
     """Token-steps a run may still simulate, charged where they are spent (preemptions and batch sizes the
-    estimate before the run could not know); ValueError once spent."""
+    estimate before the run could not know); ValueError once spent. The rate searches are charged apart
+    (``searching``), against their own limit, so a search never spends what the rates a user listed need."""
 
     limit: float = math.inf
     spent: float = 0.0
-    progress: Progress = SILENT       # told the token-steps spent of the limit, PROGRESS_REPORTS times over it
+    progress: Progress = SILENT       # told the token-steps spent of the limits, PROGRESS_REPORTS times over them
+    search_limit: float = math.inf
+    searched: float = 0.0
+    _searching: bool = field(default=False, init=False, repr=False)
     _report_at: float = field(default=math.inf, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.progress is not SILENT and math.isfinite(self.limit):
-            self._report_at = self.spent + self.limit / PROGRESS_REPORTS
+        if self.progress is not SILENT and math.isfinite(self.limit + self.search_limit):
+            self._report_at = self.spent + self.searched + (self.limit + self.search_limit) / PROGRESS_REPORTS
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """Charge what runs inside to the rate searches' limit."""
+        self._searching = True
+        try:
+            yield
+        finally:
+            self._searching = False
 
     def charge(self, steps: float) -> None:
         # one run's simulations are serial (a matrix with traffic prices its sensitivity variants one at a time,
         # analysis/where_it_pays.py), so a charge needs no lock
-        self.spent += steps
-        if self.spent > self.limit:
-            raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): fewer "
-                             f"requests, rates or output tokens, or a scheduler that preempts less")
-        if self.spent >= self._report_at:      # one comparison a charge; a report every limit / PROGRESS_REPORTS
-            self._report_at = self.spent + self.limit / PROGRESS_REPORTS
-            self.progress.advance(self.spent, self.limit, "token-steps")
+        if self._searching:
+            self.searched += steps
+            if self.searched > self.search_limit:
+                raise ValueError(f"the rate searches ran past {self.search_limit:,.0f} token-steps (limit "
+                                 f"serving_search_work): fewer output tokens, an SLO, or a scheduler that preempts "
+                                 f"less")
+        else:
+            self.spent += steps
+            if self.spent > self.limit:
+                raise ValueError(f"the simulations ran past {self.limit:,.0f} token-steps (limit serving_work): "
+                                 f"fewer requests, rates or output tokens, or a scheduler that preempts less")
+        total = self.spent + self.searched
+        if total >= self._report_at:     # one comparison a charge; a report every limits / PROGRESS_REPORTS
+            both = self.limit + self.search_limit
+            self._report_at = total + both / PROGRESS_REPORTS
+            self.progress.advance(total, both, "token-steps")

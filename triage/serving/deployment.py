@@ -11,15 +11,17 @@ import numpy as np
 
 from ..defaults import SERVING_AROUND_BEST as AROUND_BEST
 from ..defaults import SERVING_MEMO_RUNS
+from ..defaults import SERVING_SEARCH_REQUESTS as SEARCH_REQUESTS
 from ..inputs.traffic import Scheduler, Traffic
 from ..io.run import current
 from ..model.iteration import IterationCost
 from ..records import record
 from .budget import Budget
+from .engine import Engine
 from .metrics import RateStats, statistics
 from .policies import simulate
 from .requests import requests
-from .search import max_rate
+from .search import CLAIM, COLD, NEAR_ANSWER, max_rate
 
 
 @record
@@ -47,6 +49,8 @@ class Served:
     claim: SideResult
     gain: float
     basis: str
+    # the two sides' iteration models (not in the JSON): where a close neighbour's searches start (serve's near)
+    costs: tuple[IterationCost, IterationCost] | None = field(default=None, compare=False, repr=False)
 
 
 def staged(cost: IterationCost, pp: int) -> IterationCost:
@@ -123,35 +127,96 @@ class Side:
         return self.tp * s.pp * s.replicas * (s.prefill_gpus + s.decode_gpus if s.policy == "disaggregated" else 1)
 
 
-def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True) -> Served:
-    """Both sides at every rate of the traffic and, where the result is ``shown`` (a memo's table and figure;
-    not a sensitivity variant, which reads the gain only), at the rates the verdict rests on; the largest rate
-    at the SLO of each (per GPU of the deployment), and the gain the verdict reads: the max-rate ratio, else
-    the goodput ratio at the traffic's highest rate."""
+def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True, near: Served | None = None) -> Served:
+    """Both sides' largest rate at the SLO (per GPU of the deployment) and the gain the verdict reads: the
+    max-rate ratio, else the goodput ratio at the traffic's highest rate. Where the result is ``shown`` (a
+    memo's table and figure), both sides at the traffic's rates and at those the verdict rests on; a
+    sensitivity variant (not shown) runs only what its gain reads. Each search starts where the iteration
+    models put its answer: ``near``'s (a close neighbour's results, the evaluation's own for its variants) or,
+    for the claim, the baseline's, scaled by the ratio of a decode step's time on the two sides; from
+    ``near``'s with small steps."""
     if traffic.closed:
         return _closed(base, claim, traffic)
-    sides = (("baseline", base), ("claim", claim))
-    best = {name: max_rate(side, traffic, max(traffic.rates)) for name, side in sides}
-    top = {name: side.run(traffic, max(traffic.rates)) for name, side in sides}     # the traffic's highest rate
-    # shown: the traffic's rates and those the verdict rests on, each side's largest rate at the SLO and one
-    # AROUND_BEST above the larger, where both miss it (each side's own largest is a run its search made)
-    found = [r for r in best.values() if r] if shown else []
-    at = sorted({*traffic.rates, *found, *([max(found) * AROUND_BEST] if found else [])})
-    rates = {name: tuple(side.run(traffic, r) for r in at) for name, side in sides}
+    top_rate = max(traffic.rates)
+    probe = searched(traffic)
+    context = float(traffic.step_context())
+    with base.budget.searching():
+        if near is not None and near.costs is not None:
+            b = max_rate(base, probe, *_start(_scaled(near.baseline, near.costs[0], base.cost, context), top_rate))
+            c = max_rate(claim, probe, *_start(_scaled(near.claim, near.costs[1], claim.cost, context), top_rate))
+        else:
+            b = max_rate(base, probe, top_rate, COLD)
+            guess = None
+            if b:
+                row = base.run(probe, b)
+                guess = b * _step(base.cost, row.mean_batch, context) / _step(claim.cost, row.mean_batch, context)
+            c = max_rate(claim, probe, *_start(guess, top_rate, CLAIM))
+    best = {"baseline": b, "claim": c}
     gpus = (base.gpus(), claim.gpus())
-    b, c = best["baseline"], best["claim"]
+    sides = (("baseline", base), ("claim", claim))
+    top = None
     if b and c is not None:
         gain, basis = (c / gpus[1]) / (b / gpus[0]), "max_rate_at_slo"
     else:
+        top = {name: side.run(traffic, top_rate) for name, side in sides}     # the traffic's highest rate
         gb, gc = top["baseline"].goodput_rps, top["claim"].goodput_rps
         gain, basis = ((gc / gpus[1]) / (gb / gpus[0]) if gb > 0 else float("nan")), "goodput"
+    # shown: the traffic's rates and those the verdict rests on, each side's largest rate at the SLO and one
+    # AROUND_BEST above the larger, where both miss it (each side's own largest is a run its search made)
+    # (a traffic longer than the search's requests: the rows at the searched rates are the search's own stream)
+    found = [r for r in best.values() if r]
+    around = {*found, *([max(found) * AROUND_BEST] if found else [])} - set(traffic.rates) if shown else set()
+    at = sorted({*traffic.rates, *around}) if shown else []
+    with base.budget.searching():
+        extra = {(name, r): side.run(probe, r) for name, side in sides for r in sorted(around)}
+    rates = {name: tuple(extra[(name, r)] if r in around else side.run(traffic, r) for r in at)
+             for name, side in sides}
 
     def side_result(name: str, side: Side, n: int) -> SideResult:
         # GPU-seconds a request costs at the rate the gain reads
-        rate = best[name] if basis == "max_rate_at_slo" else top[name].goodput_rps
+        rate = best[name] if top is None else top[name].goodput_rps
         return SideResult(rates[name], best[name], n, side.cost.kv_tokens, side.scheduler.policy, side.scheduler,
                           n / rate if rate else float("nan"), side.engines())
-    return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis)
+    return Served(side_result("baseline", base, gpus[0]), side_result("claim", claim, gpus[1]), gain, basis,
+                  (base.cost, claim.cost))
+
+
+def _step(cost: IterationCost, batch: float, context: float) -> float:
+    """A decode step's seconds at ``batch`` sequences (at least one) of ``context`` tokens."""
+    b = max(round(batch), 1)
+    line, const = cost.decode_line(b, b * context)
+    return float(Engine._steps(line, const, 1, math.inf)[0])
+
+
+def _scaled(near: SideResult, cost: IterationCost, new: IterationCost, context: float) -> float | None:
+    """Where a side's search starts from a neighbour's answer: that answer times the ratio of a decode step's
+    time at the neighbour's mean batch there (its own step against this side's)."""
+    best = near.max_rate_at_slo_rps
+    if not best:
+        return None
+    row = next((x for x in near.rates if x.rate_rps == best), None)
+    batch = row.mean_batch if row is not None else 1.0
+    return best * _step(cost, batch, context) / _step(new, batch, context)
+
+
+def searched(traffic: Traffic) -> Traffic:
+    """The traffic a rate search simulates: at most SERVING_SEARCH_REQUESTS requests, drawn the same way (one
+    object per traffic in the run's memo, so the searches of a run share their runs)."""
+    if traffic.requests <= SEARCH_REQUESTS:
+        return traffic
+    memo = current().memo
+    key = ("searched", id(traffic))
+    hit = memo.get(key)
+    if hit is None or hit[0] is not traffic:
+        hit = memo[key] = (traffic, replace(traffic, requests=SEARCH_REQUESTS))
+    return hit[1]
+
+
+def _start(near: float | None, top_rate: float, steps: tuple[int, ...] = NEAR_ANSWER
+           ) -> tuple[float, tuple[int, ...]]:
+    """Where a side's search starts and its gallop's first steps: next to a neighbour's answer, else (none, or
+    no rate met the SLO there) doubling from the traffic's highest rate."""
+    return (near, steps) if near else (top_rate, COLD)
 
 
 def _closed(base: Side, claim: Side, traffic: Traffic) -> Served:

@@ -16,7 +16,9 @@ together, and the Python loop runs once per event, not per token.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import deque
+from itertools import accumulate
 from typing import Protocol
 
 import numpy as np
@@ -30,6 +32,8 @@ from .requests import Requests
 WATERMARK = 0.01             # share of the KV cache an admission leaves free (vLLM's watermark default, assumed)
 FLUSH = 1 << 16              # token gaps gathered as Python floats before they move into the sketch
 JUMP = 1 << 20               # decode steps one jump prices at most (its step times are one array)
+LISTED = 1 << 12             # a jump's step times up to this many are Python floats (cheaper to sum, take the
+                             # largest of and gather than an array below a few thousand), an array beyond
 
 
 class Scheduling(Protocol):
@@ -208,7 +212,7 @@ class Engine:
         run = self.running
         b = len(run)
         live = [i for i in run if not self.spent[i]] if multi else run
-        k = min(max(int(min(self.left[i] for i in live)), 1), JUMP) if live else JUMP
+        k = min(max(int(min(map(self.left.__getitem__, live))), 1), JUMP) if live else JUMP
         if multi:
             k = min(k, self.call_left)
         if self.paged:
@@ -220,55 +224,55 @@ class Engine:
                     self.preempt()
                 return
             k = min(k, int(room // b))
-        line, const = self.cost.decode_line(b, sum(self.ctx[i] for i in run))
+        ctx, left, last, gap, measured = self.ctx, self.left, self.last, self.gap, self.measured
+        line, const = self.cost.decode_line(b, sum(map(ctx.__getitem__, run)))
         arrives = self.next < len(self.arrival) and not multi and self.policy.arrival_matters(self)
         horizon = self.arrival[self.next] - self.now if arrives else math.inf
         times = self._steps(line, const, k, horizon)
         k = len(times)
         self.budget.charge(k)
-        total = float(np.sum(times)) if k > 64 else sum(times)
-        # the first step's gap: one step for those that ran the last iteration, longer for those that waited
+        listed = k <= LISTED
+        total = sum(times) if listed else float(np.sum(times))
+        later = times[1:]
+        longest = (max(later) if listed else float(np.max(later))) if k > 1 else 0.0
+        # one pass over the batch: the first step's gap (one step for those that ran the last iteration, longer
+        # for those that waited), each one's longest gap, its context and tokens left
         t0 = times[0]
-        steady = 0                                    # measured sequences whose first gap is one step
-        counted = 0                                   # measured sequences of the batch
+        now, end = self.now, self.now + total
+        waited = t0 * (1 + 1e-9)
+        steady = counted = 0                          # measured sequences whose first gap is one step; of the batch
+        finished = []
         for i in live:
-            g = self.now + t0 - self.last[i]
-            kept = self.measured[i]
+            g = now + t0 - last[i]
+            kept = measured[i]
             counted += kept
-            if g > t0 * (1 + 1e-9):
+            if g > waited:
                 if kept:
                     self.gaps.append(g)
                     self.weights.append(1.0)
-                if g > self.gap[i]:
-                    self.gap[i] = g
             else:
                 steady += kept
-                if t0 > self.gap[i]:
-                    self.gap[i] = t0
+                g = t0
+            if longest > g:
+                g = longest
+            if g > gap[i]:
+                gap[i] = g
+            last[i] = end
+            ctx[i] += k
+            left[i] -= k
+            if left[i] <= 0:
+                finished.append(i)
         if steady:
             self.gaps.append(t0)
             self.weights.append(float(steady))
         if k > 1 and counted:
-            later = times[1:]
-            if k > 64:                                # a long run of steps goes to the sketch as one array
-                self.sketch.add(later, float(counted))
-            else:
+            if listed:
                 self.gaps.extend(later)
                 self.weights.extend([float(counted)] * (k - 1))
-            longest = float(np.max(later)) if k > 64 else max(later)
-            for i in live:
-                if longest > self.gap[i]:
-                    self.gap[i] = longest
+            else:                                     # a long run of steps goes to the sketch as one array
+                self.sketch.add(later, float(counted))
         self._flush()
         self.advance(total, b)
-        now = self.now
-        finished = []
-        for i in live:
-            self.last[i] = now
-            self.ctx[i] += k
-            self.left[i] -= k
-            if self.left[i] <= 0:
-                finished.append(i)
         if multi:                                     # the finished ones of the call compute on, thrown away
             for i in run:
                 if self.spent[i]:
@@ -292,23 +296,47 @@ class Engine:
     def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
                ) -> list[float] | np.ndarray:
         """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon`` (an
-        array when more than 64, a list otherwise)."""
-        if k > 64:                                    # many steps: one vectorized pass, the horizon searched
-            times = IterationCost.steps(line, const, k)
+        array when more than LISTED, a list otherwise; computed as an array beyond 64). A step's time is the
+        constant plus, per group, the larger of its compute and memory lines; between the steps where a group's
+        larger line changes, the steps' times are one line, written out as one (a few switches at most, not k x
+        groups comparisons). The lines only grow (contexts do), so no step is shorter than the first: the
+        horizon is crossed within horizon / first + 1 steps, and no more are written."""
+        a, b = const, 0.0
+        switches: list[tuple[int, float, float]] = []   # (first step, the time's change there, its slope's)
+        for c0, cs, m0, ms in line:
+            if c0 > m0:                               # compute's line first; memory's from where it is larger
+                a += c0
+                b += cs
+                if ms > cs:
+                    switches.append((math.floor((c0 - m0) / (ms - cs)) + 1, m0 - c0, ms - cs))
+            else:
+                a += m0
+                b += ms
+                if cs > ms:
+                    switches.append((math.floor((m0 - c0) / (cs - ms)) + 1, c0 - m0, cs - ms))
+        if horizon != math.inf and a > 0:
+            k = min(k, max(int(horizon // a) + 2, 1))
+        vector = k > 64
+        out: list[float] | np.ndarray
+        parts: list[np.ndarray] = []
+        out, start = [], 0
+        for at, da, db in sorted(switches):
+            if at >= k:
+                break
+            if vector:
+                parts.append(a + b * np.arange(start, at, dtype=float))
+            else:
+                out.extend([a + b * s for s in range(start, at)])
+            a, b, start = a + da, b + db, at
+        if vector:
+            parts.append(a + b * np.arange(start, k, dtype=float))
+            times = np.concatenate(parts) if len(parts) > 1 else parts[0]
             if horizon != math.inf:
                 times = times[:int(np.searchsorted(np.cumsum(times), horizon)) + 1]
-            return times if len(times) > 64 else times.tolist()
-        out: list[float] = []
-        elapsed = 0.0
-        for s in range(k):
-            t = const
-            for c0, cs, m0, ms in line:
-                c, m = c0 + cs * s, m0 + ms * s
-                t += c if c > m else m
-            out.append(t)
-            elapsed += t
-            if elapsed >= horizon:
-                break
+            return times if len(times) > LISTED else times.tolist()
+        out.extend([a + b * s for s in range(start, k)])
+        if horizon != math.inf:
+            out = out[:bisect_left(list(accumulate(out)), horizon) + 1]
         return out
 
     def preempt(self) -> None:

@@ -8,6 +8,8 @@ arrival), so above capacity it stops at what the engine completes while the queu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..defaults import SERVING_MIN_MEASURED
@@ -135,3 +137,21 @@ def _slo_met(traffic: Traffic, ttft: Percentiles, tbt: Percentiles, tpot: Percen
         if bound is not None:
             ok = ok and values.at(at) <= bound
     return bool(ok)
+
+
+def slo_margin(traffic: Traffic, s: RateStats) -> float:
+    """How far a rate is from its SLO, for the rate search's choice of probes: the largest log of a latency
+    over its bound (and of the arrivals over what completes, where the queue grows), at most 0 exactly where the
+    rate meets the SLO and above 0 where it does not (+inf: a statistic is missing)."""
+    short = math.log(STABLE * s.rate_rps / s.throughput_rps) if s.throughput_rps > 0 else math.inf
+    logs = [short] if short > 0 else [-math.inf]      # a queue that keeps up says nothing of how close the bounds are
+    for bound, at, values in ((traffic.slo_ttft_s, traffic.ttft_at, s.ttft_s), (traffic.slo_tbt_s, traffic.tbt_at,
+                                                                                s.tbt_s),
+                              (traffic.slo_tpot_s, traffic.tpot_at, s.tpot_s)):
+        if bound is not None:
+            v = values.at(at)
+            logs.append(math.inf if math.isnan(v) else math.log(v / bound) if v > 0 else -math.inf)
+    m = max(logs)
+    if math.isnan(m):
+        m = math.inf
+    return min(m, 0.0) if s.slo_met else max(m, 1e-12)

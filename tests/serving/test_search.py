@@ -1,0 +1,96 @@
+"""The rate search (serving/search.py) and what a run spends on it (issue 44): the lattice answer bisection
+would find where the SLO holds below a capacity and fails above it, in fewer probes, a neighbour's answer found
+again in two; the searches charged apart from the listed rates; a long traffic searched on a shorter stream."""
+
+import dataclasses
+import math
+import types
+
+import pytest
+from test_serving import _cost, _priced, _traffic
+
+from triage.inputs.traffic import Scheduler
+from triage.serving.budget import Budget
+from triage.serving.deployment import Side, serve
+from triage.serving.metrics import Percentiles
+from triage.serving.search import CLAIM, NEAR_ANSWER, PER_OCTAVE, max_rate, rate_at
+
+
+class Capacity:
+    """A side whose SLO holds up to ``capacity`` requests/s: its P99 time between tokens is the bound times the
+    rate over the capacity (the margin a real run's grows by near capacity is steeper; this one is a line)."""
+
+    def __init__(self, capacity: float):
+        self.capacity = capacity
+        self.probes: list[float] = []
+
+    def run(self, traffic, rate):
+        self.probes.append(rate)
+        tbt = Percentiles(*[0.1 * rate / self.capacity] * 4)
+        return types.SimpleNamespace(slo_met=rate <= self.capacity, rate_rps=rate, throughput_rps=rate,
+                                     ttft_s=tbt, tbt_s=tbt, tpot_s=tbt)
+
+
+def _lattice_below(capacity: float) -> float:
+    """The largest rate 2^(j/128) at or below ``capacity``, by hand (j = floor(128 log2 capacity))."""
+    return 2.0 ** (math.floor(PER_OCTAVE * math.log2(capacity)) / PER_OCTAVE)
+
+
+# the probes the search before issue 44 took from a hint of 8 requests/s (doubling up or quartering down, then 8
+# bisection steps), counted by hand-running it on these capacities: 15, 11, 10, 10, 16
+BISECTION = {0.003: 15, 1.0274: 11, 3.0: 10, 11.7: 10, 700.0: 16}
+
+
+@pytest.mark.parametrize("capacity", sorted(BISECTION))
+def test_the_search_lands_on_the_lattice_rate_below_the_capacity_in_no_more_probes_than_bisection(capacity):
+    t = _traffic(slo_tbt_s=0.1)
+    side = Capacity(capacity)
+    assert max_rate(side, t, 8.0) == pytest.approx(_lattice_below(capacity), rel=1e-12)
+    assert len(side.probes) <= BISECTION[capacity]
+    assert len(set(side.probes)) == len(side.probes)                  # no rate run twice
+
+
+def test_a_neighbours_answer_is_found_again_in_two_probes():
+    t = _traffic(slo_tbt_s=0.1)
+    answer = max_rate(Capacity(1.1574), t, 8.0)
+    again = Capacity(1.1574)
+    assert max_rate(again, t, answer, NEAR_ANSWER) == answer
+    # the answer and the next rate, where the first search ended
+    assert again.probes == [answer, rate_at(round(math.log2(answer) * PER_OCTAVE) + 1)]
+    close = Capacity(1.25)                    # a claim 8 % above the baseline's answer
+    assert max_rate(close, t, answer, CLAIM) == pytest.approx(_lattice_below(1.25), rel=1e-12)
+    assert len(close.probes) <= 7
+
+
+def test_no_slo_no_search_and_the_range_ends():
+    assert max_rate(Capacity(1.0), _traffic(), 8.0) is None
+    t = _traffic(slo_tbt_s=0.1)
+    assert max_rate(Capacity(1e-9), t, 1.0) == 0.0
+    assert max_rate(Capacity(1e9), t, 1.0) == rate_at(math.floor(math.log2(1e6) * PER_OCTAVE))
+
+
+def test_the_searches_are_charged_apart_from_the_listed_rates():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    t = _traffic(rates=(2.1,), requests=300, slo_tbt_s=0.05)       # not a lattice rate: run apart
+    budget = Budget(math.inf, search_limit=math.inf)
+    side = Side(_cost(ev), Scheduler(), budget=budget)
+    serve(side, side, t)
+    assert budget.spent > 0 and budget.searched > 0
+    listed = budget.spent
+    # a search limit below what the search takes: refused, naming its own limit, the listed rates' budget intact
+    tight = Budget(math.inf, search_limit=budget.searched / 2)
+    side = Side(_cost(ev), Scheduler(max_seqs=255), budget=tight)      # another fingerprint: nothing memoized
+    with pytest.raises(ValueError, match="serving_search_work"):
+        serve(side, side, t)
+    assert tight.spent == 0.0 < listed
+
+
+def test_a_traffic_longer_than_the_search_is_searched_on_its_own_shorter_stream():
+    ev = _priced([{"name": "d", "phase": "decode", "context": 1024, "batch": 1}])
+    t = _traffic(rates=(1.0,), requests=5_500, slo_tbt_s=0.05, prompt=dataclasses.replace(_traffic().prompt, a=64.0),
+                 output=dataclasses.replace(_traffic().output, a=8.0))
+    side = Side(_cost(ev), Scheduler())
+    r = serve(side, side, t)
+    rows = {x.rate_rps: x.requests + x.warmup_requests for x in r.baseline.rates}
+    assert rows[1.0] == 5_500                                          # the listed rate: every request
+    assert rows[r.baseline.max_rate_at_slo_rps] == 5_000              # the search's own rate: its stream
