@@ -53,8 +53,8 @@ def test_an_iteration_prices_what_a_step_prices():
     assert decode.scalar(8, 8, 8 * 4096, 0, 0) == pytest.approx(step[0], rel=1e-9)
     assert prefill.scalar(2048, 1, 0, 2048 * 2049 / 2, 1) == pytest.approx(step[1], rel=1e-9)
     line, const = decode.decode_line(8, 8 * 4096)
-    assert Engine._steps(line, const, 3, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
-    assert Engine._steps(line, const, 300, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
+    assert Engine.step_times(line, const, 3, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
+    assert Engine.step_times(line, const, 300, math.inf)[0] == pytest.approx(step[0], rel=1e-9)
     # by hand: the 8 sequences' own cost is 8 x 20 µs = 0.16 ms of each decode iteration; a 64-sequence one pays
     # 64 x 20 µs = 1.28 ms (the per-iteration CPU work that grows with the batch)
     free = dataclasses.replace(decode, sequence_s=0.0)
@@ -256,7 +256,7 @@ def test_an_moe_iteration_reads_the_experts_its_tokens_touch(batch):
     step = float(ev.gaps.base.time_end_to_end[0])
     assert cost.scalar(batch, batch, batch * 512, 0, 0) == pytest.approx(step, rel=1e-9)
     line, const = cost.decode_line(batch, batch * 512)
-    assert Engine._steps(line, const, 1, math.inf)[0] == pytest.approx(step, rel=1e-9)
+    assert Engine.step_times(line, const, 1, math.inf)[0] == pytest.approx(step, rel=1e-9)
     assert cost.touched(batch) == pytest.approx(1 - 0.75 ** batch, rel=1e-12)
     # all the routed experts read once, fp16, half on each GPU, at the workload's 0.85 of 3.35 TB/s
     assert cost.expert_memory_s == pytest.approx(45_097_156_608 * 2 / 2 / (3.35e12 * 0.85), rel=1e-9)
@@ -306,3 +306,20 @@ def test_a_warm_up_requests_longest_gap_counts_every_step_it_ran():
     gaps, _ = kept.token_gaps()
     assert warm.max_gap[0] == kept.max_gap[0] == pytest.approx(gaps.max(), rel=1e-12)
     assert warm.max_gap[0] > gaps.min()
+
+
+@pytest.mark.parametrize("k", [1, 5, 64, 65, 3000])
+def test_a_jumps_step_times_are_each_steps_sum_of_its_groups_larger_line(k):
+    # by definition, step s takes const + sum over groups of max(compute at s, memory at s); here the groups'
+    # larger line changes from step 4 (compute overtakes memory: 1.0 + 0.2 s > 1.6 ms past s = 3) and step 41
+    # (memory overtakes compute: 1.2 + 0.02 s > 2.0 ms past s = 40)
+    line = [(1.0e-3, 2.0e-4, 1.6e-3, 0.0), (2.0e-3, 0.0, 1.2e-3, 2.0e-5), (5e-4, 0.0, 2e-4, 0.0)]
+    const = 1.5e-3
+    by_hand = [const + sum(max(c0 + cs * s, m0 + ms * s) for c0, cs, m0, ms in line) for s in range(k)]
+    times = np.asarray(Engine.step_times(line, const, k, math.inf))
+    assert times == pytest.approx(by_hand, rel=1e-12)
+    # stopped at the first step that ends at or past a horizon: the steps up to it and no more
+    horizon = 0.6 * sum(by_hand)
+    cut = np.asarray(Engine.step_times(line, const, k, horizon))
+    ends = np.cumsum(by_hand)
+    assert len(cut) == int(np.searchsorted(ends, horizon)) + 1 and cut == pytest.approx(by_hand[:len(cut)], rel=1e-12)

@@ -296,11 +296,20 @@ class Canvas:
         every one, when it crosses no text or mark; then no text; in a crowd past that, wherever the label
         itself fits (a faint leader across the crowd rather than a point without its label)."""
         size = size or self.s.size
-        spots = [(r, x + dx, y + dy, anchor, b) for r in (7, 14, 24, 36, 52, 72, 96, 128, 168)
+        label = cut(text)
+        # the free spots, ring by ring, found as far as a pass asks (most labels take a spot of the first ring)
+        found = ((r, x + dx, y + dy, anchor, b) for r in (7, 14, 24, 36, 52, 72, 96, 128, 168)
                  for dx, dy, anchor in _around(r, size)
-                 if self._free(b := self.box(x + dx, y + dy, cut(text), anchor, size), LABEL_GAP)]
+                 if self._free(b := self.box(x + dx, y + dy, label, anchor, size), LABEL_GAP))
+        spots: list[tuple[float, float, float, str, Box]] = []
+
+        def each() -> Iterator[tuple[float, float, float, str, Box]]:
+            yield from spots
+            for spot in found:
+                spots.append(spot)
+                yield spot
         for avoid in (3, 2, 1, 0):
-            for r, tx, ty, anchor, b in spots:
+            for r, tx, ty, anchor, b in each():
                 lx, ly = min(max(x, b.x0), b.x1), min(max(y, b.y0), b.y1)
                 if r > 7 and not self._clear(x, y, lx, ly, avoid):
                     continue

@@ -142,8 +142,9 @@ def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True, near: S
     context = float(traffic.step_context())
     with base.budget.searching():
         if near is not None and near.costs is not None:
-            b = max_rate(base, probe, *_start(_scaled(near.baseline, near.costs[0], base.cost, context), top_rate))
-            c = max_rate(claim, probe, *_start(_scaled(near.claim, near.costs[1], claim.cost, context), top_rate))
+            known = tuple(zip((near.baseline, near.claim), near.costs, strict=True))
+            b = max_rate(base, probe, *_start(_scaled(known, base.cost, context), top_rate))
+            c = max_rate(claim, probe, *_start(_scaled(known, claim.cost, context), top_rate))
         else:
             b = max_rate(base, probe, top_rate, COLD)
             guess = None
@@ -185,18 +186,24 @@ def _step(cost: IterationCost, batch: float, context: float) -> float:
     """A decode step's seconds at ``batch`` sequences (at least one) of ``context`` tokens."""
     b = max(round(batch), 1)
     line, const = cost.decode_line(b, b * context)
-    return float(Engine._steps(line, const, 1, math.inf)[0])
+    return float(Engine.step_times(line, const, 1, math.inf)[0])
 
 
-def _scaled(near: SideResult, cost: IterationCost, new: IterationCost, context: float) -> float | None:
-    """Where a side's search starts from a neighbour's answer: that answer times the ratio of a decode step's
-    time at the neighbour's mean batch there (its own step against this side's)."""
-    best = near.max_rate_at_slo_rps
-    if not best:
-        return None
-    row = next((x for x in near.rates if x.rate_rps == best), None)
-    batch = row.mean_batch if row is not None else 1.0
-    return best * _step(cost, batch, context) / _step(new, batch, context)
+def _scaled(known: tuple[tuple[SideResult, IterationCost], ...], new: IterationCost, context: float
+            ) -> float | None:
+    """Where a side's search starts from a neighbour's answers: of the neighbour's sides, the one whose decode
+    step is closest to this side's, its answer times the ratio of the two steps' times (at its mean batch
+    there)."""
+    guesses = []
+    for side, cost in known:
+        best = side.max_rate_at_slo_rps
+        if not best:
+            continue
+        row = next((x for x in side.rates if x.rate_rps == best), None)
+        batch = row.mean_batch if row is not None else 1.0
+        ratio = _step(cost, batch, context) / _step(new, batch, context)
+        guesses.append((abs(math.log(ratio)), best * ratio))
+    return min(guesses)[1] if guesses else None
 
 
 def searched(traffic: Traffic) -> Traffic:

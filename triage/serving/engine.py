@@ -228,7 +228,7 @@ class Engine:
         line, const = self.cost.decode_line(b, sum(map(ctx.__getitem__, run)))
         arrives = self.next < len(self.arrival) and not multi and self.policy.arrival_matters(self)
         horizon = self.arrival[self.next] - self.now if arrives else math.inf
-        times = self._steps(line, const, k, horizon)
+        times = self.step_times(line, const, k, horizon)
         k = len(times)
         self.budget.charge(k)
         listed = k <= LISTED
@@ -293,7 +293,7 @@ class Engine:
             self._release(i)
 
     @staticmethod
-    def _steps(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
+    def step_times(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
                ) -> list[float] | np.ndarray:
         """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon`` (an
         array when more than LISTED, a list otherwise; computed as an array beyond 64). A step's time is the
