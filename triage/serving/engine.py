@@ -242,16 +242,19 @@ class Engine:
         waited = t0 * (1 + 1e-9)
         steady = counted = 0                          # measured sequences whose first gap is one step; of the batch
         finished = []
+        start = now + t0
+        add_gap, add_weight = self.gaps.append, self.weights.append
         for i in live:
-            g = now + t0 - last[i]
-            kept = measured[i]
-            counted += kept
+            g = start - last[i]
             if g > waited:
-                if kept:
-                    self.gaps.append(g)
-                    self.weights.append(1.0)
+                if measured[i]:
+                    counted += 1
+                    add_gap(g)
+                    add_weight(1.0)
             else:
-                steady += kept
+                if measured[i]:
+                    counted += 1
+                    steady += 1
                 g = t0
             if longest > g:
                 g = longest
@@ -259,8 +262,9 @@ class Engine:
                 gap[i] = g
             last[i] = end
             ctx[i] += k
-            left[i] -= k
-            if left[i] <= 0:
+            r = left[i] - k
+            left[i] = r
+            if r <= 0:
                 finished.append(i)
         if steady:
             self.gaps.append(t0)
