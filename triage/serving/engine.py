@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import deque
+from heapq import heappop, heappush
 from itertools import accumulate
 from typing import Protocol
 
@@ -102,6 +103,23 @@ class Engine:
         self.call_steps = sched.scheduler_steps
         self.call_left = 0               # decode steps the running call has left
         self.spent: list[bool] = [False] * n
+        # the cohort: running sequences that have run every decode jump since they joined it (all of the batch but
+        # those admitted since the last jump, ``fresh``), advanced together: a jump adds its steps to ``steps``
+        # and its longest gap to ``tops``, and a member's own context, tokens left, last token and longest gap
+        # are settled from them when it leaves (it finishes, is preempted, or a chunked iteration reads it)
+        self.fresh: list[int] = []       # running, not in the cohort, in admission order
+        self.member = [False] * n
+        self.members = self.members_measured = 0
+        self.steps = 0                   # decode steps the cohort has run
+        self.tops: list[float] = []      # per jump, the longest gap a member had in it
+        self.cohort_end = 0.0            # when the cohort last emitted
+        self.cohort_ctx = 0.0            # Σ over members of (context − steps) when it joined: Σ context = this
+                                         # + members × steps (whole tokens: exact in any order)
+        self.joined = [(0, 0, 0)] * n    # (steps, len(tops), join number) when it joined
+        self.joins = 0
+        self.ends: list[tuple[int, int, int, int]] = []   # heap of (steps when its tokens run out, admission
+        self.admission = [0] * n                          # number, id, join number)
+        self.admitted = 0
 
     # -- admission -------------------------------------------------------------------------------------------
     def _arrive(self) -> None:
@@ -128,6 +146,9 @@ class Engine:
 
     def admit(self, i: int) -> None:
         self.running.append(i)
+        self.fresh.append(i)
+        self.admission[i] = self.admitted
+        self.admitted += 1
         self.kv_used += self._need(i)
         if self.pre[i] > 0:
             self.prefilling += 1
@@ -193,8 +214,62 @@ class Engine:
             self._release(i)
 
     def _release(self, i: int) -> None:
+        self._leave(i)
         self.running.remove(i)
         self.kv_used -= self._held(i)
+
+    # -- the cohort ------------------------------------------------------------------------------------------
+    def _leave(self, i: int) -> None:
+        """Running sequence i leaves the batch: settled if a member, else out of ``fresh``."""
+        if self.member[i]:
+            self._settle(i)
+        else:
+            self.fresh.remove(i)
+
+    def _settle(self, i: int) -> None:
+        """Member i's own state from the cohort's (it leaves the cohort, not the batch): its context and tokens
+        left moved by the steps since it joined, its last token the cohort's, its longest gap the longest of the
+        jumps since."""
+        steps, top, _ = self.joined[i]
+        moved = self.steps - steps
+        self.cohort_ctx -= self.ctx[i] - steps
+        self.ctx[i] += moved
+        self.left[i] -= moved
+        self.last[i] = self.cohort_end
+        if top < len(self.tops):
+            longest = max(self.tops[top:])
+            if longest > self.gap[i]:
+                self.gap[i] = longest
+        self.member[i] = False
+        self.members -= 1
+        self.members_measured -= self.measured[i]
+
+    def settle(self) -> None:
+        """Every member settled: the whole batch's state as its own (a chunked iteration reads it)."""
+        if self.members:
+            for i in self.running:
+                if self.member[i]:
+                    self._settle(i)
+            self.fresh = list(self.running)
+
+    def _join(self) -> None:
+        """The fresh sequences, having run the jump that just ended, join the cohort."""
+        for i in self.fresh:
+            self.member[i] = True
+            self.joins += 1
+            self.joined[i] = (self.steps, len(self.tops), self.joins)
+            self.cohort_ctx += self.ctx[i] - self.steps
+            self.members += 1
+            self.members_measured += self.measured[i]
+            heappush(self.ends, (self.steps + int(self.left[i]), self.admission[i], i, self.joins))
+        self.fresh = []
+
+    def _next_end(self) -> float:
+        """Decode steps until the first member runs out of tokens (inf with no member); stale entries dropped."""
+        ends = self.ends
+        while ends and not (self.member[ends[0][2]] and self.joined[ends[0][2]][2] == ends[0][3]):
+            heappop(ends)
+        return ends[0][0] - self.steps if ends else math.inf
 
     def decode_jump(self) -> None:
         """Decode steps of the running batch up to the next event: the steps' times from one decode line. Under
@@ -211,10 +286,15 @@ class Engine:
             self.call_left = self.call_steps
         run = self.running
         b = len(run)
-        live = [i for i in run if not self.spent[i]] if multi else run
-        k = min(max(int(min(map(self.left.__getitem__, live))), 1), JUMP) if live else JUMP
-        if multi:
+        ctx, left, last, gap, measured = self.ctx, self.left, self.last, self.gap, self.measured
+        if multi:                                     # the sequences that emit; every one advanced here
+            live = [i for i in run if not self.spent[i]]
+            k = min(max(int(min(map(left.__getitem__, live))), 1), JUMP) if live else JUMP
             k = min(k, self.call_left)
+        else:                                         # the cohort advanced as one, the fresh ones here
+            live = self.fresh
+            soon = min(map(left.__getitem__, live)) if live else math.inf
+            k = min(max(int(min(soon, self._next_end())), 1), JUMP)
         if self.paged:
             room = self.kv_cap - self.kv_used
             if room < b:                              # the batch cannot grow one token: end the call, then
@@ -224,8 +304,9 @@ class Engine:
                     self.preempt()
                 return
             k = min(k, int(room // b))
-        ctx, left, last, gap, measured = self.ctx, self.left, self.last, self.gap, self.measured
-        line, const = self.cost.decode_line(b, sum(map(ctx.__getitem__, run)))
+        held = sum(map(ctx.__getitem__, run)) if multi else (
+            self.cohort_ctx + self.members * self.steps + sum(map(ctx.__getitem__, live)))
+        line, const = self.cost.decode_line(b, held)
         arrives = self.next < len(self.arrival) and not multi and self.policy.arrival_matters(self)
         horizon = self.arrival[self.next] - self.now if arrives else math.inf
         times = self.step_times(line, const, k, horizon)
@@ -235,14 +316,34 @@ class Engine:
         total = sum(times) if listed else float(np.sum(times))
         later = times[1:]
         longest = (max(later) if listed else float(np.max(later))) if k > 1 else 0.0
-        # one pass over the batch: the first step's gap (one step for those that ran the last iteration, longer
-        # for those that waited), each one's longest gap, its context and tokens left
+        # the first step's gap: one step for those that ran the last iteration, longer for those that waited
+        # (the cohort's members all ran the same iterations: one gap for them all); each one's longest gap,
+        # its context and tokens left
         t0 = times[0]
         now, end = self.now, self.now + total
         waited = t0 * (1 + 1e-9)
-        steady = counted = 0                          # measured sequences whose first gap is one step; of the batch
-        finished = []
         start = now + t0
+        steady = counted = 0                          # measured sequences whose first gap is one step; of the batch
+        done: list[int] = []
+        if self.members:
+            g = start - self.cohort_end
+            many = self.members_measured
+            if g > waited:
+                self.gaps.extend([g] * many)
+                self.weights.extend([1.0] * many)
+            else:
+                steady += many
+                g = t0
+            counted += many
+            self.tops.append(longest if longest > g else g)
+            self.steps += k
+            ends = self.ends
+            out = []
+            while ends and ends[0][0] <= self.steps:
+                _, order, i, join = heappop(ends)
+                if self.member[i] and self.joined[i][2] == join:
+                    out.append((order, i))
+            done = [i for _, i in sorted(out)]
         add_gap, add_weight = self.gaps.append, self.weights.append
         for i in live:
             g = start - last[i]
@@ -265,7 +366,7 @@ class Engine:
             r = left[i] - k
             left[i] = r
             if r <= 0:
-                finished.append(i)
+                done.append(i)
         if steady:
             self.gaps.append(t0)
             self.weights.append(float(steady))
@@ -285,10 +386,14 @@ class Engine:
             self.kv_used += k * b
         if multi:
             self.call_left -= k
-        for i in finished:
+        for i in done:
             self._finish(i)
-        if multi and self.call_left == 0:
-            self._end_call()
+        if multi:
+            if self.call_left == 0:
+                self._end_call()
+        else:                                         # every one of the batch emitted at the jump's end
+            self.cohort_end = end
+            self._join()
 
     def _end_call(self) -> None:
         """A multi-step call ends: the sequences that finished inside it leave the batch."""
@@ -346,7 +451,9 @@ class Engine:
     def preempt(self) -> None:
         """Make room: the latest admitted sequence leaves the batch, its KV swapped to host memory or its
         tokens to be prefilled again."""
-        i = self.running.pop()
+        i = self.running[-1]
+        self._leave(i)
+        self.running.pop()
         self.kv_used -= self._held(i)
         self.preemptions += 1
         if self.s.preemption == "swap" or self.decode_only:   # a decode instance cannot prefill: it swaps

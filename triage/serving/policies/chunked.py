@@ -9,6 +9,7 @@ from .base import Policy
 
 def chunked_iteration(e: Engine) -> None:
     """One Sarathi iteration: every decode, then prefill chunks up to the token budget."""
+    e.settle()                                # each decode's own state: the iteration reads and moves it
     decodes = [i for i in e.running if e.pre[i] <= 0]
     budget = float(e.s.token_budget - len(decodes))
     chunks: list[tuple[int, float]] = []
