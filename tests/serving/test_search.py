@@ -77,12 +77,13 @@ def test_the_searches_are_charged_apart_from_the_listed_rates():
     serve(side, side, t)
     assert budget.spent > 0 and budget.searched > 0
     listed = budget.spent
-    # a search limit below what the search takes: refused, naming its own limit, the listed rates' budget intact
+    # a search limit below what the search takes: refused, naming its own limit; what it spent is its own (the
+    # listed rate the baseline's search starts from was charged as a listed run, no more)
     tight = Budget(math.inf, search_limit=budget.searched / 2)
     side = Side(_cost(ev), Scheduler(max_seqs=255), budget=tight)      # another fingerprint: nothing memoized
     with pytest.raises(ValueError, match="serving_search_work"):
         serve(side, side, t)
-    assert tight.spent == 0.0 < listed
+    assert 0 < tight.spent <= listed and tight.searched > tight.search_limit
 
 
 def test_a_traffic_longer_than_the_search_is_searched_on_its_own_shorter_stream():
@@ -94,3 +95,14 @@ def test_a_traffic_longer_than_the_search_is_searched_on_its_own_shorter_stream(
     rows = {x.rate_rps: x.requests + x.warmup_requests for x in r.baseline.rates}
     assert rows[1.0] == 5_500                                          # the listed rate: every request
     assert rows[r.baseline.max_rate_at_slo_rps] == 5_000              # the search's own rate: its stream
+
+
+def test_a_listed_rate_is_probed_as_it_is_and_brackets_the_lattice():
+    # the traffic lists 5 requests/s (no lattice rate): the search's first probe is that run, which the memo's
+    # table shows anyway; failing there, the lattice rate above 5 fails too, and the answer is the same
+    t = _traffic(slo_tbt_s=0.1)
+    side = Capacity(1.2)
+    assert max_rate(side, t, 5.0, listed=True) == pytest.approx(_lattice_below(1.2), rel=1e-12)
+    assert side.probes[0] == 5.0 and all(p == rate_at(round(math.log2(p) * PER_OCTAVE)) for p in side.probes[1:])
+    capped = Capacity(7.0)                    # within the SLO at 5: the lattice rate below 5 is too
+    assert max_rate(capped, t, 5.0, listed=True) == pytest.approx(_lattice_below(7.0), rel=1e-12)

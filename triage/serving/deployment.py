@@ -140,13 +140,17 @@ def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True, near: S
     top_rate = max(traffic.rates)
     probe = searched(traffic)
     context = float(traffic.step_context())
+    cold = near is None or near.costs is None
+    if cold and probe is traffic:             # the baseline's search starts at a listed rate: a listed run, so
+        base.run(traffic, top_rate)           # charged as one (the search reads it from the memo)
     with base.budget.searching():
-        if near is not None and near.costs is not None:
+        if not cold:
+            assert near is not None and near.costs is not None
             known = tuple(zip((near.baseline, near.claim), near.costs, strict=True))
             b = max_rate(base, probe, *_start(_scaled(known, base.cost, context), top_rate))
             c = max_rate(claim, probe, *_start(_scaled(known, claim.cost, context), top_rate))
         else:
-            b = max_rate(base, probe, top_rate, COLD)
+            b = max_rate(base, probe, top_rate, COLD, listed=probe is traffic)
             guess = None
             if b:
                 row = base.run(probe, b)

@@ -45,11 +45,14 @@ def below(rate: float) -> int:
     return min(max(j, LOWEST), HIGHEST)
 
 
-def max_rate(side: Runs, traffic: Traffic, hint: float, steps: tuple[int, ...] = COLD) -> float | None:
+def max_rate(side: Runs, traffic: Traffic, hint: float, steps: tuple[int, ...] = COLD, listed: bool = False
+             ) -> float | None:
     """The largest lattice rate (requests/s) meeting the SLO whose next one fails; None without an SLO, 0.0 when
     even the lowest rate fails, the highest when it holds there. ``hint``: where to start (the lattice rate at
     or below it); ``steps``: the gallop's first steps in lattice rates, the last doubling from there (small where
-    the hint is a close neighbour's answer, a doubling otherwise)."""
+    the hint is a close neighbour's answer, a doubling otherwise); ``listed``: the hint is a rate the traffic
+    lists (run for the memo anyway), probed as it is: within the SLO, so is the lattice rate below it; outside,
+    so is the one above."""
     if traffic.slo_ttft_s is None and traffic.slo_tbt_s is None and traffic.slo_tpot_s is None:
         return None
 
@@ -57,7 +60,12 @@ def max_rate(side: Runs, traffic: Traffic, hint: float, steps: tuple[int, ...] =
         return slo_margin(traffic, side.run(traffic, rate_at(j)))
 
     j = below(hint)
-    m = probe(j)
+    if listed and rate_at(j) != hint:
+        m = slo_margin(traffic, side.run(traffic, hint))
+        if m > 0:
+            j += 1
+    else:
+        m = probe(j)
     lo: tuple[int, float] | None = (j, m) if m <= 0 else None        # within the SLO
     hi: tuple[int, float] | None = None if m <= 0 else (j, m)        # outside it
     first, doubling = iter(steps[:-1]), steps[-1]
