@@ -10,7 +10,9 @@ the host link). Prefix caching prefills and holds a shared prompt prefix once.
 
 Between arrivals, completions and memory exhaustion a batch of decodes advances in one pass: each group's
 sides are linear in the step (contexts grow by one token a step), so the k steps to the next event are priced
-together, and the Python loop runs once per event, not per token.
+together, and the Python loop runs once per event, not per token. The sequences that ran every such pass since
+they joined the batch advance as one cohort (its steps, longest gaps and last token kept once), so a pass
+visits only the sequences admitted since the last one, not the whole batch.
 """
 
 from __future__ import annotations
