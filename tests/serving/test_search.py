@@ -106,3 +106,23 @@ def test_a_listed_rate_is_probed_as_it_is_and_brackets_the_lattice():
     assert side.probes[0] == 5.0 and all(p == rate_at(round(math.log2(p) * PER_OCTAVE)) for p in side.probes[1:])
     capped = Capacity(7.0)                    # within the SLO at 5: the lattice rate below 5 is too
     assert max_rate(capped, t, 5.0, listed=True) == pytest.approx(_lattice_below(7.0), rel=1e-12)
+
+
+class Flicker(Capacity):
+    """Within the SLO up to 1 request/s and again between 1.03 and 1.05 (a P99 over few requests can do that):
+    no single boundary."""
+
+    def run(self, traffic, rate):
+        out = super().run(traffic, rate)
+        out.slo_met = rate <= 1.0 or 1.03 <= rate <= 1.05
+        return out
+
+
+def test_a_side_that_prices_as_the_baseline_lands_on_the_baselines_answer_whatever_the_slo_does():
+    # the claim's search starts from the baseline's answer: where the claim prices as the baseline (the same
+    # runs), it must find the same rate, gain 1.000x, not another boundary of a flickering SLO (three hindsight
+    # runs of a change that moves nothing read NO-GO until the claim's search probed the answer's next rate first)
+    t = _traffic(slo_tbt_s=0.1)
+    answer = max_rate(Flicker(1.0), t, 8.0)
+    again = Flicker(1.0)
+    assert max_rate(again, t, answer, CLAIM) == answer and len(again.probes) == 2

@@ -21,9 +21,11 @@ PER_OCTAVE = 128              # lattice rates per doubling of the rate: 2^(1/128
 NEAR = 0.5                    # margins (logs of a statistic over its bound) the interpolation trusts: within
                               # a factor 1.65 of the bound; a queue past its knee is no line
 # the gallop's first steps (lattice rates; the last doubles from there): from a hint nothing is known about, a
-# doubling; from the baseline's answer, a claim's gain, 9 %; from a close neighbour's answer (a sensitivity
-# variant's, the evaluation's own), its next rate, where that search ended, then 2.2 %
-COLD, CLAIM, NEAR_ANSWER = (PER_OCTAVE,), (16,), (1, 4)
+# doubling; from an answer another search found (the claim's from the baseline's, a sensitivity variant's from
+# the evaluation's own), that answer's next rate first, where that search ended (a side that prices as the
+# other lands on the same answer, whatever the SLO does between the rates: its runs are the memo's), then 9 %
+# for a claim's gain, 2.2 % for a variant
+COLD, CLAIM, NEAR_ANSWER = (PER_OCTAVE,), (1, 16), (1, 4)
 LOWEST = math.ceil(math.log2(SERVING_RATE_MIN) * PER_OCTAVE)
 HIGHEST = math.floor(math.log2(SERVING_RATE_MAX) * PER_OCTAVE)
 
