@@ -231,7 +231,7 @@ def evaluate(card: Card | list[Card], source: Source = None, model: str | None =
     found += cannot_act.unsimulated(claim.change, [m.blocks[b].name for b, _, _ in served or ()])
     if analyse:
         progress.stage("analysing")
-    analysis = where_it_pays.analyse(claim, m, models, served, work, g, shipped) if analyse else None   # analyse
+    analysis = where_it_pays.analyse(claim, m, models, served, work, g, shipped, (v, d)) if analyse else None
     return Evaluation(claim, m, g, v, d, check, models, parts, analysis, baseline=overrides,
                       current_fleet_gain=current, warnings=tuple(found), ranges=ranges, serving=served,
                       incumbent=shipped)

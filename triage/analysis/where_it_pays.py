@@ -204,17 +204,22 @@ def _variants(claim: Claim) -> list[tuple[str, float | bool, Claim]]:
 
 def sensitivity(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
                 work: Budget | None = None, priced: evidence.Gaps | None = None,
-                shipped: IncumbentPrice | None = None) -> tuple[Sensitivity, ...]:
+                shipped: IncumbentPrice | None = None,
+                own: tuple[verdicts.Verdicts, decision.Decision] | None = None) -> tuple[Sensitivity, ...]:
     """The fleet gain (end-to-end) and decision as the card's uncertain inputs move; a workload with traffic
     takes its serving simulation's gain (``served``, the evaluation's own, where the variant moves nothing the
     simulation reads: no kernel of the card's runs in it, or only the quality moves; simulated again otherwise).
 
     ``priced``: the evaluation's own gaps (after its simulation). A variant that prices as the card does (only
     its quality moves, or it restates the card's own value) is judged on them, and every other variant prices
-    only its claim side: the baseline does not move with the card. Variants are independent: without traffic,
+    only its claim side: the baseline does not move with the card; one that is the card itself takes the
+    evaluation's own judgement (``own``: its verdicts and decision, by the same rules). Variants are
+    independent: without traffic,
     ANALYSIS_WORKERS of them are priced at once (numpy's loops release the GIL), each one's arrays dropped once it
     is judged."""
     def row(name: str, value: float | bool, variant: Claim) -> Sensitivity:
+        if own is not None and priced is not None and variant == claim:
+            return Sensitivity(name, value, own[1].weighted_end_to_end, own[1].verdict, own[0].code)
         if priced is not None and replace(variant, quality_retained=claim.quality_retained) == claim:
             g = priced
         else:
@@ -293,8 +298,9 @@ def frontier(claim: Claim, m: Matrix, models: dict[str, Model]) -> Frontier | No
 
 def analyse(claim: Claim, m: Matrix, models: dict[str, Model], served: serving.Results | None = None,
             work: Budget | None = None, priced: evidence.Gaps | None = None,
-            shipped: IncumbentPrice | None = None) -> Analysis:
+            shipped: IncumbentPrice | None = None,
+            own: tuple[verdicts.Verdicts, decision.Decision] | None = None) -> Analysis:
     """Crossover, throughput at the SLO, sensitivity and the latency–throughput frontier, once (``priced``: the
-    evaluation's own gaps, which the sensitivity reuses)."""
+    evaluation's own gaps, and ``own`` its verdicts and decision, which the sensitivity reuses)."""
     return Analysis(crossover(claim, m, models), slo_throughput(claim, m, models), len(m),
-                    sensitivity(claim, m, models, served, work, priced, shipped), frontier(claim, m, models))
+                    sensitivity(claim, m, models, served, work, priced, shipped, own), frontier(claim, m, models))

@@ -170,7 +170,8 @@ def build(workloads: Workloads, start: int = 0, stop: int | None = None) -> Matr
         cols["batch"].append(bat)
         cols["share"].append(np.full(i.size, share_total / n))
         cols["long"].append(ctx >= LONG_CONTEXT_TOKENS if s.long_context is None else np.full(i.size, s.long_context))
-    arrays = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    # one block's column is its own array (a copy of a million cells is 8 MB of fresh pages), several joined
+    arrays = {k: (v[0] if len(v) == 1 else np.concatenate(v)) if v else np.zeros(0) for k, v in cols.items()}
     share = arrays["share"]
     if start <= 0 and stop >= offset:
         total = share.sum()               # the whole matrix: normalised by its own sum, as it always was
@@ -179,14 +180,14 @@ def build(workloads: Workloads, start: int = 0, stop: int | None = None) -> Matr
         models=tuple(cat.models[k] for k in model_keys),
         hardware=tuple(cat.hardware[k] for k in hw_keys),
         blocks=tuple(b.settings for b in blocks),
-        model_idx=arrays["model"].astype(np.intp),
-        hardware_idx=arrays["hardware"].astype(np.intp),
-        block_idx=arrays["block"].astype(np.intp),
-        decode=arrays["decode"].astype(bool),
-        context=arrays["context"].astype(float),
-        batch=arrays["batch"].astype(float),
+        model_idx=arrays["model"].astype(np.intp, copy=False),
+        hardware_idx=arrays["hardware"].astype(np.intp, copy=False),
+        block_idx=arrays["block"].astype(np.intp, copy=False),
+        decode=arrays["decode"].astype(bool, copy=False),
+        context=arrays["context"].astype(float, copy=False),
+        batch=arrays["batch"].astype(float, copy=False),
         share=share,
-        long_context=arrays["long"].astype(bool),
+        long_context=arrays["long"].astype(bool, copy=False),
         source=workloads.source,
     )
 
