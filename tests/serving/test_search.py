@@ -9,11 +9,15 @@ import types
 import pytest
 from test_serving import _cost, _priced, _traffic
 
+import triage
 from triage.inputs.traffic import Scheduler
+from triage.report.memo import render_markdown
 from triage.serving.budget import Budget
 from triage.serving.deployment import Side, serve
 from triage.serving.metrics import Percentiles
 from triage.serving.search import CLAIM, NEAR_ANSWER, PER_OCTAVE, max_rate, rate_at
+
+from conftest import CLAIMS
 
 
 class Capacity:
@@ -126,3 +130,14 @@ def test_a_side_that_prices_as_the_baseline_lands_on_the_baselines_answer_whatev
     answer = max_rate(Flicker(1.0), t, 8.0)
     again = Flicker(1.0)
     assert max_rate(again, t, answer, CLAIM) == answer and len(again.probes) == 2
+
+
+def test_the_memo_says_which_rows_are_the_searchs_shorter_stream():
+    # 5,500 requests a rate (over SERVING_SEARCH_REQUESTS): the listed rate runs them all, the rows at the
+    # searched rates are the search's own 5,000, and the memo's traffic line says so
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+         "workloads": [{"name": "long", "traffic": {"rates": [2], "prompt_tokens": 64, "output_tokens": 8,
+                                                     "requests": 5_500, "slo": {"tbt": "50 ms"}}}]}
+    memo = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml", w))
+    assert "5,500 requests a rate" in memo
+    assert "rates of the search for the largest rate at the SLO, its own stream of 5,000 requests" in memo
