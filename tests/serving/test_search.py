@@ -141,3 +141,15 @@ def test_the_memo_says_which_rows_are_the_searchs_shorter_stream():
     memo = render_markdown(triage.evaluate(CLAIMS / "kv2x.yaml", w))
     assert "5,500 requests a rate" in memo
     assert "rates of the search for the largest rate at the SLO, its own stream of 5,000 requests" in memo
+
+
+def test_a_search_past_its_limit_is_an_addressed_refusal():
+    from triage.analysis import pipeline
+
+    w = {"defaults": {"model": "llama-2-7b", "hardware": "a100-80gb"},
+         "workloads": [{"name": "svc", "traffic": {"rates": [2], "prompt_tokens": 64, "output_tokens": 8,
+                                                    "requests": 100, "slo": {"tbt": "50 ms"}}}]}
+    with pytest.raises(triage.UserError) as err:
+        pipeline.evaluate(CLAIMS / "kv2x.yaml", w, work=Budget(math.inf, search_limit=10_000))
+    text = str(err.value)
+    assert "workload 'svc'" in text and "limit serving_search_work" in text and "no SLO (nothing to search)" in text

@@ -59,8 +59,8 @@ class Budget:
             self.searched += steps
             if self.searched > self.search_limit:
                 raise ValueError(f"the rate searches ran past {self.search_limit:,.0f} token-steps (limit "
-                                 f"serving_search_work): fewer output tokens, an SLO, or a scheduler that preempts "
-                                 f"less")
+                                 f"serving_search_work): fewer requests or output tokens, no SLO (nothing to "
+                                 f"search), or a scheduler that preempts less")
         else:
             self.spent += steps
             if self.spent > self.limit:
