@@ -14,6 +14,7 @@ import numpy as np
 from ..inputs import traffic
 from ..inputs.change import Change
 from ..inputs.specs import Hardware
+from ..records import written
 from .notices import Notice
 
 DTYPE_KEYS = ("compute_dtype", "attention_dtype")       # change keys that name a dtype
@@ -93,7 +94,7 @@ def _already_run(change: Change, settings: Any) -> str:
             return ""
         said.append(f"batch slots {change.batching.utilization * 100:g} % useful")
     if change.scheduler is not None:
-        keys = {k: v for k in traffic.SCHEDULER_KEYS if (v := getattr(change.scheduler, k)) is not None}
+        keys = written(change.scheduler)
         if traffic.scheduler(replace(settings.scheduler, **keys)) != traffic.scheduler(settings.scheduler):
             return ""
         said.append("scheduler " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in keys.items()))

@@ -40,8 +40,7 @@ from ..inputs.change import (
 )
 from ..inputs.registry import KV_FORMATS, WEIGHT_FORMATS, MechanismInfo, registry
 from ..inputs.specs import Model
-from ..inputs.traffic import SCHEDULER_KEYS
-from ..records import record
+from ..records import record, written
 from .roofline import StepInputs, attended_tokens, by_phase
 
 
@@ -390,7 +389,7 @@ def schedulers(change: Change, blocks: Iterable[Any]) -> tuple[SchedulerKeys, ..
     card = change.scheduler
     if card is None:
         return tuple(b.scheduler for b in blocks)
-    chosen = {k: v for k in SCHEDULER_KEYS if (v := getattr(card, k)) is not None}
+    chosen = written(card)
     return tuple(replace(b.scheduler, **chosen) for b in blocks)
 
 

@@ -119,22 +119,20 @@ def views(ev: Evaluation) -> list[dict[str, Any]]:
         system = (f"; {s.replicas} replica(s) x {s.pp} pipeline stage(s): {engines} engines, each simulated "
                   f"with 1/{engines} of the {'requests' if t.closed else 'rate'} (the requests, warm-up, mean batch, "
                   f"KV room and simulated time shown are one engine's)" if engines > 1 else "")
-        listed = [x for x in b.rates if x.rate_rps in t.rates] or [first]
-        short = sorted({x.rate_rps for x in b.rates if x.requests + x.warmup_requests
-                        < listed[0].requests + listed[0].warmup_requests})
-        load = (f"{first.requests + first.warmup_requests:,} requests" if t.closed
-                else f"{listed[0].requests + listed[0].warmup_requests:,} requests a rate, {arrivals}")
+        # a listed rate's row (every request); rows of fewer are the rate search's shorter stream
+        listed = next((x for x in b.rates if x.rate_rps in t.rates), first)
+        n = listed.requests + listed.warmup_requests
+        short = [x for x in b.rates if x.requests + x.warmup_requests < n]
+        load = f"{n:,} requests" if t.closed else f"{n:,} requests a rate, {arrivals}"
         if short:
-            shorter = next(x for x in b.rates if x.rate_rps == short[0])
-            load += (f" (at {', '.join(f'{r:.3g}' for r in short)} requests/s, rates of the search for the largest "
-                     f"rate at the SLO, its own stream of {shorter.requests + shorter.warmup_requests:,} requests "
-                     f"drawn the same way)")
-        first = listed[0]
+            load += (f" (at {', '.join(f'{x.rate_rps:.3g}' for x in short)} requests/s, rates of the search for the "
+                     f"largest rate at the SLO, its own stream of {short[0].requests + short[0].warmup_requests:,} "
+                     f"requests drawn the same way)")
         out.append({
             "workload": block.name, "model": m.models[mi].label, "hardware": m.hardware[hi].key,
             "scenario": SCENARIO[t.scenario].format(clients=min(t.clients, t.requests)), "closed": t.closed,
-            "traffic": (f"{load}; the first {first.warmup_requests:,} (warm-up) left out of the statistics; "
-                        f"{'the run' if t.closed else 'the lowest rate'} simulates {_t(b.rates[0].simulated_s)}"
+            "traffic": (f"{load}; the first {listed.warmup_requests:,} (warm-up) left out of the statistics; "
+                        f"{'the run' if t.closed else 'the lowest rate'} simulates {_t(first.simulated_s)}"
                         f"{system}"),
             "scheduler": f"{_policy(b)} → {_policy(c)}",
             "slo": "; ".join(slo) or ("none" if t.closed else "none (no largest rate is searched)"),

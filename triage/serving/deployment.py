@@ -131,10 +131,9 @@ def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True, near: S
     """Both sides' largest rate at the SLO (per GPU of the deployment) and the gain the verdict reads: the
     max-rate ratio, else the goodput ratio at the traffic's highest rate. Where the result is ``shown`` (a
     memo's table and figure), both sides at the traffic's rates and at those the verdict rests on; a
-    sensitivity variant (not shown) runs only what its gain reads. Each search starts where the iteration
-    models put its answer: ``near``'s (a close neighbour's results, the evaluation's own for its variants) or,
-    for the claim, the baseline's, scaled by the ratio of a decode step's time on the two sides; from
-    ``near``'s with small steps."""
+    sensitivity variant (not shown) runs only what its gain reads. Each search starts from an answer already
+    found, scaled by the ratio of a decode step's time on the two sides: ``near``'s (a close neighbour's
+    results, the evaluation's own for its variants), else, for the claim, the baseline's."""
     if traffic.closed:
         return _closed(base, claim, traffic)
     top_rate = max(traffic.rates)
@@ -146,16 +145,13 @@ def serve(base: Side, claim: Side, traffic: Traffic, shown: bool = True, near: S
     with base.budget.searching():
         if not cold:
             assert near is not None and near.costs is not None
-            known = tuple(zip((near.baseline, near.claim), near.costs, strict=True))
+            known = [_answer(side, cost) for side, cost in zip((near.baseline, near.claim), near.costs, strict=True)]
             b = max_rate(base, probe, *_start(_scaled(known, base.cost, context), top_rate))
             c = max_rate(claim, probe, *_start(_scaled(known, claim.cost, context), top_rate))
         else:
             b = max_rate(base, probe, top_rate, COLD, listed=probe is traffic)
-            guess = None
-            if b:
-                row = base.run(probe, b)
-                guess = b * _step(base.cost, row.mean_batch, context) / _step(claim.cost, row.mean_batch, context)
-            c = max_rate(claim, probe, *_start(guess, top_rate, CLAIM))
+            known = [(b, base.run(probe, b).mean_batch, base.cost)] if b else []
+            c = max_rate(claim, probe, *_start(_scaled(known, claim.cost, context), top_rate, CLAIM))
     best = {"baseline": b, "claim": c}
     gpus = (base.gpus(), claim.gpus())
     sides = (("baseline", base), ("claim", claim))
@@ -193,20 +189,22 @@ def _step(cost: IterationCost, batch: float, context: float) -> float:
     return float(Engine.step_times(line, const, 1, math.inf)[0])
 
 
-def _scaled(known: tuple[tuple[SideResult, IterationCost], ...], new: IterationCost, context: float
+def _answer(side: SideResult, cost: IterationCost) -> tuple[float | None, float, IterationCost]:
+    """A side's largest rate at the SLO, its mean batch there (the row of that rate) and its iteration model."""
+    best = side.max_rate_at_slo_rps
+    row = next((x for x in side.rates if x.rate_rps == best), None)
+    return best, row.mean_batch if row is not None else 1.0, cost
+
+
+def _scaled(known: list[tuple[float | None, float, IterationCost]], new: IterationCost, context: float
             ) -> float | None:
-    """Where a side's search starts from a neighbour's answers: of the neighbour's sides, the one whose decode
-    step is closest to this side's, its answer times the ratio of the two steps' times (at its mean batch
-    there)."""
+    """Where a search starts from answers already found (rate, mean batch there, iteration model): the answer
+    of the side whose decode step is closest to this side's, times the ratio of the two steps' times."""
     guesses = []
-    for side, cost in known:
-        best = side.max_rate_at_slo_rps
-        if not best:
-            continue
-        row = next((x for x in side.rates if x.rate_rps == best), None)
-        batch = row.mean_batch if row is not None else 1.0
-        ratio = _step(cost, batch, context) / _step(new, batch, context)
-        guesses.append((abs(math.log(ratio)), best * ratio))
+    for best, batch, cost in known:
+        if best:
+            ratio = _step(cost, batch, context) / _step(new, batch, context)
+            guesses.append((abs(math.log(ratio)), best * ratio))
     return min(guesses)[1] if guesses else None
 
 

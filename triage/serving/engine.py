@@ -35,6 +35,7 @@ from .requests import Requests
 WATERMARK = 0.01             # share of the KV cache an admission leaves free (vLLM's watermark default, assumed)
 FLUSH = 1 << 16              # token gaps gathered as Python floats before they move into the sketch
 JUMP = 1 << 20               # decode steps one jump prices at most (its step times are one array)
+ARRAYED = 64                 # a jump's step times beyond this many are computed as arrays (cheaper than a list)
 LISTED = 1 << 12             # a jump's step times up to this many are Python floats (cheaper to sum, take the
                              # largest of and gather than an array below a few thousand), an array beyond
 
@@ -407,7 +408,7 @@ class Engine:
     def step_times(line: list[tuple[float, float, float, float]], const: float, k: int, horizon: float
                ) -> list[float] | np.ndarray:
         """The times of up to k decode steps, stopping at the first step that ends at or past ``horizon`` (an
-        array when more than LISTED, a list otherwise; computed as an array beyond 64). A step's time is the
+        array when more than LISTED, a list otherwise; computed as an array beyond ARRAYED). A step's time is the
         constant plus, per group, the larger of its compute and memory lines; between the steps where a group's
         larger line changes, the steps' times are one line, written out as one (a few switches at most, not k x
         groups comparisons). The lines only grow (contexts do), so no step is shorter than the first: the
@@ -427,25 +428,20 @@ class Engine:
                     switches.append((math.floor((m0 - c0) / (cs - ms)) + 1, c0 - m0, cs - ms))
         if horizon != math.inf and a > 0:
             k = min(k, max(int(horizon // a) + 2, 1))
-        vector = k > 64
-        out: list[float] | np.ndarray
-        parts: list[np.ndarray] = []
-        out, start = [], 0
+        lines = []                                    # (first step, past its last, time at step 0, slope)
+        start = 0
         for at, da, db in sorted(switches):
             if at >= k:
                 break
-            if vector:
-                parts.append(a + b * np.arange(start, at, dtype=float))
-            else:
-                out.extend([a + b * s for s in range(start, at)])
+            lines.append((start, at, a, b))
             a, b, start = a + da, b + db, at
-        if vector:
-            parts.append(a + b * np.arange(start, k, dtype=float))
-            times = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        lines.append((start, k, a, b))
+        if k > ARRAYED:
+            times = np.concatenate([a + b * np.arange(s0, s1, dtype=float) for s0, s1, a, b in lines])
             if horizon != math.inf:
                 times = times[:int(np.searchsorted(np.cumsum(times), horizon)) + 1]
             return times if len(times) > LISTED else times.tolist()
-        out.extend([a + b * s for s in range(start, k)])
+        out = [a + b * s for s0, s1, a, b in lines for s in range(s0, s1)]
         if horizon != math.inf:
             out = out[:bisect_left(list(accumulate(out)), horizon) + 1]
         return out

@@ -152,6 +152,4 @@ def slo_margin(traffic: Traffic, s: RateStats) -> float:
             v = values.at(at)
             logs.append(math.inf if math.isnan(v) else math.log(v / bound) if v > 0 else -math.inf)
     m = max(logs)
-    if math.isnan(m):
-        m = math.inf
     return min(m, 0.0) if s.slo_met else max(m, 1e-12)

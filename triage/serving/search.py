@@ -96,14 +96,14 @@ def _close(probe: Callable[[int], float], lo: tuple[int, float], hi: tuple[int, 
     """Narrow a bracket (lo within the SLO, hi outside) to neighbouring lattice rates; the lower end. The next
     probe is where the margins' line crosses zero (Illinois: an end kept twice has its margin halved), reaching
     2^k lattice rates past its end when that end moved k times in a row (a margin that bends near capacity
-    keeps the line's zero next to the end that moves), and the midpoint after two probes that did not halve the
-    bracket."""
+    keeps the line's zero next to the end that moves); the midpoint where a margin is beyond NEAR or the last
+    probe did not halve the bracket."""
     (jl, ml), (jh, mh) = lo, hi
     streak = 0                        # > 0: the low end moved that many times in a row; < 0: the high end
-    slow = 0                          # probes in a row that did not halve the bracket
+    stalled = False                   # the last probe did not halve the bracket
     while jh - jl > 1:
         width = jh - jl
-        if slow or not -NEAR < ml < 0 < mh < NEAR:
+        if stalled or not -NEAR < ml < 0 < mh < NEAR:
             j = (jl + jh) // 2
         else:
             j = math.floor(jl + width * -ml / (mh - ml))
@@ -123,5 +123,5 @@ def _close(probe: Callable[[int], float], lo: tuple[int, float], hi: tuple[int, 
             if streak < 0:
                 ml /= 2.0
             streak = streak - 1 if streak < 0 else -1
-        slow = slow + 1 if 2 * (jh - jl) > width else 0
+        stalled = 2 * (jh - jl) > width
     return jl
